@@ -1,0 +1,82 @@
+# MLSCHED_CHECK_SLURM
+# Finds the installed Slurm (public headers, libslurm, Slurm's plugin directory) and a
+# configured Slurm source tree of exactly the same version for the internal headers
+# the controller-side plugins need. Without --with-slurm-source, scripts/slurm-source
+# fetches and configures Debian's source package of the installed version.
+# Sets SLURM_CPPFLAGS, SLURM_INTERNAL_CPPFLAGS, SLURM_LIBS, SLURM_PLUGIN_DIR,
+# SLURM_SOURCE_DIR, SLURM_VERSION_NUMBER, SLURM_VERSION_STRING, SLURMFULL_LIB.
+AC_DEFUN([MLSCHED_CHECK_SLURM], [
+  AC_ARG_WITH([slurm],
+    [AS_HELP_STRING([--with-slurm=PREFIX], [installed Slurm prefix @<:@/usr@:>@])],
+    [SLURM_PREFIX="$withval"], [SLURM_PREFIX=/usr])
+  AC_ARG_WITH([slurm-source],
+    [AS_HELP_STRING([--with-slurm-source=DIR],
+      [configured Slurm source tree of the installed version (default: fetch Debian's with scripts/slurm-source)])],
+    [SLURM_SOURCE_DIR="$withval"], [SLURM_SOURCE_DIR=auto])
+
+  AS_IF([test "$SLURM_PREFIX" != /usr], [SLURM_CPPFLAGS="-I$SLURM_PREFIX/include"])
+  mlsched_save_CPPFLAGS="$CPPFLAGS"
+  CPPFLAGS="$CPPFLAGS $SLURM_CPPFLAGS"
+  AC_CHECK_HEADER([slurm/slurm.h], [],
+    [AC_MSG_ERROR([slurm/slurm.h not found under $SLURM_PREFIX/include. On Debian 12: apt-get install libslurm-dev (or pass --with-slurm=PREFIX)])])
+  AC_COMPUTE_INT([SLURM_VERSION_NUMBER], [SLURM_VERSION_NUMBER], [#include <slurm/slurm_version.h>],
+    [AC_MSG_ERROR([cannot read SLURM_VERSION_NUMBER from slurm/slurm_version.h])])
+  CPPFLAGS="$mlsched_save_CPPFLAGS"
+  SLURM_VERSION_STRING=$(printf '%d.%02d.%d' $(( SLURM_VERSION_NUMBER >> 16 )) $(( (SLURM_VERSION_NUMBER >> 8) & 255 )) $(( SLURM_VERSION_NUMBER & 255 )))
+  AC_MSG_NOTICE([installed Slurm is $SLURM_VERSION_STRING])
+
+  # libslurm for the command-line tool, libslurmfull (what slurmctld itself links)
+  # for the plugin load test.
+  AS_IF([test "$SLURM_PREFIX" = /usr],
+    [mlsched_multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+     mlsched_slurm_libdirs="/usr/lib/$mlsched_multiarch /usr/lib64 /usr/lib"],
+    [mlsched_slurm_libdirs="$SLURM_PREFIX/lib $SLURM_PREFIX/lib64"])
+  SLURM_PLUGIN_DIR=; SLURMFULL_LIB=
+  for d in $mlsched_slurm_libdirs; do
+    for p in "$d/slurm-wlm" "$d/slurm"; do
+      AS_IF([test -z "$SLURM_PLUGIN_DIR" && test -f "$p/select_cons_tres.so"], [SLURM_PLUGIN_DIR="$p"])
+      AS_IF([test -z "$SLURMFULL_LIB" && test -f "$p/libslurmfull.so"], [SLURMFULL_LIB="$p/libslurmfull.so"])
+    done
+    AS_IF([test -z "$SLURMFULL_LIB" && test -f "$d/libslurmfull.so"], [SLURMFULL_LIB="$d/libslurmfull.so"])
+  done
+  AS_IF([test -z "$SLURM_PLUGIN_DIR"],
+    [AC_MSG_ERROR([Slurm's plugin directory (with select_cons_tres.so) not found. On Debian 12: apt-get install slurm-wlm-basic-plugins])])
+  AS_IF([test -z "$SLURMFULL_LIB"],
+    [AC_MSG_ERROR([libslurmfull.so not found. On Debian 12: apt-get install slurmctld])])
+  mlsched_save_LDFLAGS="$LDFLAGS"
+  AS_IF([test "$SLURM_PREFIX" != /usr], [LDFLAGS="$LDFLAGS -L$SLURM_PREFIX/lib"])
+  AC_CHECK_LIB([slurm], [slurm_load_jobs], [SLURM_LIBS="$LDFLAGS -lslurm"],
+    [AC_MSG_ERROR([libslurm not found. On Debian 12: apt-get install libslurm-dev])])
+  LDFLAGS="$mlsched_save_LDFLAGS"
+
+  # The source tree for the internal headers, configured like the installed binaries.
+  AS_IF([test "$SLURM_SOURCE_DIR" = auto || test "$SLURM_SOURCE_DIR" = yes],
+    [AC_MSG_NOTICE([fetching the matching Slurm source with scripts/slurm-source])
+     SLURM_SOURCE_DIR=$("$srcdir/scripts/slurm-source") ||
+       AC_MSG_ERROR([scripts/slurm-source failed; fetch and configure Slurm $SLURM_VERSION_STRING yourself and pass --with-slurm-source=DIR])])
+  SLURM_SOURCE_DIR=$(cd "$SLURM_SOURCE_DIR" 2>/dev/null && pwd) ||
+    AC_MSG_ERROR([--with-slurm-source: no such directory])
+  AS_IF([test ! -f "$SLURM_SOURCE_DIR/src/slurmctld/slurmctld.h"],
+    [AC_MSG_ERROR([$SLURM_SOURCE_DIR is not a Slurm source tree (no src/slurmctld/slurmctld.h)])])
+  AS_IF([test ! -f "$SLURM_SOURCE_DIR/config.h" || test ! -f "$SLURM_SOURCE_DIR/slurm/slurm_version.h"],
+    [AC_MSG_ERROR([$SLURM_SOURCE_DIR is not configured (no config.h): run its ./configure with Debian's flags (see scripts/slurm-source)])])
+  AC_MSG_CHECKING([Slurm source version])
+  mlsched_src_number=$(grep '^#define SLURM_VERSION_NUMBER ' "$SLURM_SOURCE_DIR/slurm/slurm_version.h" | cut -d' ' -f3)
+  AS_IF([test -z "$mlsched_src_number"], [mlsched_src_number=0])
+  mlsched_src_string=$(printf '%d.%02d.%d' $(( mlsched_src_number >> 16 )) $(( (mlsched_src_number >> 8) & 255 )) $(( mlsched_src_number & 255 )))
+  AC_MSG_RESULT([$mlsched_src_string])
+  # The plugin loader refuses a plugin whose major.minor.micro differs from the daemon's.
+  AS_IF([test "$mlsched_src_string" != "$SLURM_VERSION_STRING"],
+    [AC_MSG_ERROR([Slurm version mismatch: installed Slurm is $SLURM_VERSION_STRING but the source in $SLURM_SOURCE_DIR is $mlsched_src_string. Plugins built against it would be refused by slurmctld; use the source of $SLURM_VERSION_STRING (scripts/slurm-source fetches it)])])
+
+  SLURM_INTERNAL_CPPFLAGS="-I$SLURM_SOURCE_DIR"
+  AC_SUBST([SLURM_PREFIX])
+  AC_SUBST([SLURM_CPPFLAGS])
+  AC_SUBST([SLURM_INTERNAL_CPPFLAGS])
+  AC_SUBST([SLURM_LIBS])
+  AC_SUBST([SLURM_PLUGIN_DIR])
+  AC_SUBST([SLURM_SOURCE_DIR])
+  AC_SUBST([SLURM_VERSION_NUMBER])
+  AC_SUBST([SLURM_VERSION_STRING])
+  AC_SUBST([SLURMFULL_LIB])
+])

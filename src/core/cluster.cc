@@ -1,0 +1,182 @@
+// Cluster model queries that do not depend on live allocation state.
+#include "core/cluster.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+#include <stdexcept>
+
+#include "core/text.h"
+
+namespace mlsched {
+
+std::vector<GresEntry> parse_node_gres(std::string_view gres) {
+  std::vector<GresEntry> out;
+  const std::string text = trim(gres);
+  if (text.empty() || lowercase(text) == "(null)") return out;
+  // Commas also appear inside "(S:0,1)": split only outside parentheses.
+  std::vector<std::string> items;
+  std::string cur;
+  int depth = 0;
+  for (char c : text) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) {
+      items.push_back(cur);
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  items.push_back(cur);
+  for (std::string item : items) {
+    item = trim(item);
+    const size_t paren = item.find('(');
+    if (paren != std::string::npos) item.resize(paren);
+    if (item.empty()) continue;
+    auto parts = split(item, ':');
+    if (parts[0] == "gres" && parts.size() > 1) parts.erase(parts.begin());
+    GresEntry e;
+    e.name = parts[0];
+    e.count = 1;
+    if (parts.size() == 2) {
+      if (auto n = parse_uint(parts[1])) e.count = *n;
+      else e.type = parts[1];
+    } else if (parts.size() == 3) {
+      e.type = parts[1];
+      auto n = parse_uint(parts[2]);
+      if (!n) throw std::invalid_argument("bad GRES count in '" + item + "'");
+      e.count = *n;
+    } else if (parts.size() > 3) {
+      throw std::invalid_argument("bad GRES '" + item + "'");
+    }
+    if (e.name.empty()) throw std::invalid_argument("bad GRES '" + item + "'");
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::vector<std::vector<int>> cliques_from_links(const std::vector<std::vector<int>>& links) {
+  const int n = static_cast<int>(links.size());
+  std::vector<int> parent(n);
+  std::iota(parent.begin(), parent.end(), 0);
+  std::function<int(int)> root = [&](int x) { return parent[x] == x ? x : parent[x] = root(parent[x]); };
+  for (int i = 0; i < n; ++i)
+    for (int j = 0; j < n && j < static_cast<int>(links[i].size()); ++j)
+      if (i != j && links[i][j] > 0) parent[root(i)] = root(j);
+  std::map<int, std::vector<int>> groups;
+  for (int i = 0; i < n; ++i) groups[root(i)].push_back(i);
+  std::vector<std::vector<int>> out;
+  for (auto& [r, members] : groups) out.push_back(members);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void Cluster::add_node(GpuNode node) {
+  index_[node.name] = nodes_.size();
+  nodes_.push_back(std::move(node));
+}
+
+const GpuNode* Cluster::find_node(std::string_view name) const {
+  auto it = index_.find(name);
+  return it == index_.end() ? nullptr : &nodes_[it->second];
+}
+
+std::vector<std::string> Cluster::apply_nvlink_domains(const std::vector<NvlinkDomainSpec>& domains) {
+  std::vector<std::string> problems;
+  for (const auto& d : domains) {
+    for (const auto& name : d.nodes) {
+      auto it = index_.find(name);
+      if (it == index_.end()) {
+        problems.push_back("NvlinkDomain=" + d.name + " names node " + name + ", which Slurm does not know");
+        continue;
+      }
+      nodes_[it->second].nvlink_domain = d.name;
+    }
+  }
+  return problems;
+}
+
+void Cluster::set_switches(std::vector<SwitchSpec> switches) {
+  switches_ = std::move(switches);
+  for (const auto& s : switches_) {
+    if (s.level != 0) continue;
+    for (const auto& name : s.nodes) {
+      auto it = index_.find(name);
+      if (it != index_.end()) nodes_[it->second].leaf_switch = s.name;
+    }
+  }
+}
+
+std::vector<std::string> Cluster::gpu_types() const {
+  std::set<std::string> types;
+  for (const auto& n : nodes_)
+    if (!n.gpu_type.empty() && n.gpus > 0) types.insert(n.gpu_type);
+  return {types.begin(), types.end()};
+}
+
+std::optional<std::string> Cluster::canonical_gpu_type(std::string_view type) const {
+  const std::string want = lowercase(type);
+  for (const auto& t : gpu_types())
+    if (lowercase(t) == want) return t;
+  return std::nullopt;
+}
+
+bool Cluster::has_nvlink_domains() const {
+  return std::any_of(nodes_.begin(), nodes_.end(), [](const GpuNode& n) { return !n.nvlink_domain.empty(); });
+}
+
+bool Cluster::has_switches() const {
+  return std::any_of(nodes_.begin(), nodes_.end(), [](const GpuNode& n) { return !n.leaf_switch.empty(); });
+}
+
+uint32_t Cluster::total_gpus(std::string_view gpu_type) const {
+  uint32_t total = 0;
+  for (const auto& n : nodes_)
+    if (gpu_type.empty() || n.gpu_type == gpu_type) total += n.gpus;
+  return total;
+}
+
+ScopeFit Cluster::best_fit(Locality scope, std::string_view gpu_type, const GangShape& gang) const {
+  // Unit name of a node at this scope; nodes outside any unit cannot host a gang
+  // that asked for that scope.
+  auto unit_of = [&](const GpuNode& n) -> std::string {
+    switch (scope) {
+      case Locality::node: return n.name;
+      case Locality::nvlink_domain: return n.nvlink_domain;
+      case Locality::switch_scope: return n.leaf_switch;
+      case Locality::any: return "cluster";
+    }
+    return "";
+  };
+  struct Tally {
+    uint32_t gpus = 0;        // GPUs of the type on nodes that can take their share
+    uint32_t nodes = 0;       // such nodes
+  };
+  std::map<std::string, Tally> units;
+  for (const auto& n : nodes_) {
+    if (n.gpus == 0 || (!gpu_type.empty() && n.gpu_type != gpu_type)) continue;
+    if (gang.gpus_per_node > 0 && n.gpus < gang.gpus_per_node) continue;
+    const std::string unit = unit_of(n);
+    if (unit.empty()) continue;
+    Tally& t = units[unit];
+    t.gpus += n.gpus;
+    t.nodes += 1;
+  }
+  const uint32_t need_gpus = gang.gpus_per_node > 0 ? gang.gpus_per_node * gang.nodes : gang.total_gpus;
+  // A one-node scope holds one node whatever the gang asks for.
+  const uint32_t need_nodes = scope == Locality::node ? 1 : gang.nodes;
+  ScopeFit best;
+  for (const auto& [name, t] : units) {
+    const bool fits = t.nodes >= need_nodes && t.gpus >= need_gpus && (scope != Locality::node || gang.nodes <= 1);
+    if ((fits && !best.fits) || (fits == best.fits && t.gpus > best.unit_gpus)) {
+      best.fits = fits;
+      best.unit = name;
+      best.unit_gpus = t.gpus;
+      best.unit_nodes = t.nodes;
+    }
+  }
+  return best;
+}
+
+}  // namespace mlsched

@@ -1,0 +1,106 @@
+// The typed cluster model every mlsched policy works on: GPU nodes, their GPU type
+// and NVLink cliques, multi-node NVLink domains, switches, and teams. Plugins fill
+// it from Slurm's tables; the core never sees a Slurm struct.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.h"
+#include "core/types.h"
+
+namespace mlsched {
+
+struct GpuNode {
+  std::string name;
+  std::string gpu_type;                        // empty when the node has no GPUs
+  uint32_t gpus = 0;
+  std::vector<std::vector<int>> nvlink_cliques;  // GPU indices linked by NVLink
+  std::string nvlink_domain;                   // empty: not in a multi-node domain
+  std::string leaf_switch;                     // empty: no switch topology known
+  std::vector<std::string> features;
+};
+
+struct SwitchSpec {
+  std::string name;
+  int level = 0;                    // 0 = leaf
+  std::vector<std::string> nodes;   // every node below this switch
+};
+
+struct Team {
+  std::string name;                       // a Slurm account
+  uint32_t fairshare = 1;
+  std::map<std::string, uint32_t> gpu_quota;  // gpu_type -> guaranteed GPUs
+};
+
+// One entry of a node's GRES string ("gpu:a100:8(S:0-1)").
+struct GresEntry {
+  std::string name;
+  std::string type;   // empty when untyped
+  uint64_t count = 0;
+};
+
+// Parses a node's configured GRES ("gpu:a100:8(S:0-1),gpu:h100:2,shard:4").
+// Throws std::invalid_argument on malformed input.
+std::vector<GresEntry> parse_node_gres(std::string_view gres);
+
+// Groups GPUs into NVLink cliques from a gres.conf-style link matrix
+// (links[i][j] > 0: GPUs i and j are linked; the diagonal is ignored). Cliques are
+// connected components, in order of their lowest GPU index.
+std::vector<std::vector<int>> cliques_from_links(const std::vector<std::vector<int>>& links);
+
+// A job's gang: `nodes` nodes; per node `gpus_per_node` GPUs when that is what it
+// asked for, else `total_gpus` spread over them.
+struct GangShape {
+  uint32_t nodes = 1;
+  uint32_t gpus_per_node = 0;
+  uint32_t total_gpus = 0;
+};
+
+// How well a gang could fit into the best single unit of a scope on an *empty*
+// cluster: used to reject requests that can never run as asked.
+struct ScopeFit {
+  bool fits = false;
+  std::string unit;        // the largest unit ("nvl2", "gpu05", "sw1", "cluster")
+  uint32_t unit_gpus = 0;  // GPUs of the requested type in that unit
+  uint32_t unit_nodes = 0; // nodes of the requested type in that unit
+};
+
+class Cluster {
+ public:
+  void add_node(GpuNode node);
+  // Assigns nodes to NVLink domains. Returns problems (unknown node names).
+  std::vector<std::string> apply_nvlink_domains(const std::vector<NvlinkDomainSpec>& domains);
+  // Leaf switches set each node's leaf_switch; upper levels are kept for placement.
+  void set_switches(std::vector<SwitchSpec> switches);
+  void set_teams(std::vector<Team> teams) { teams_ = std::move(teams); }
+
+  const std::vector<GpuNode>& nodes() const { return nodes_; }
+  const std::vector<SwitchSpec>& switches() const { return switches_; }
+  const std::vector<Team>& teams() const { return teams_; }
+  const GpuNode* find_node(std::string_view name) const;
+
+  // GPU types present, as spelled in Slurm's configuration, sorted.
+  std::vector<std::string> gpu_types() const;
+  // The cluster's spelling of a type, matched case-insensitively.
+  std::optional<std::string> canonical_gpu_type(std::string_view type) const;
+  bool has_nvlink_domains() const;
+  bool has_switches() const;
+  uint32_t total_gpus(std::string_view gpu_type) const;
+
+  // Best single unit of `scope` for a gang of one GPU type.
+  ScopeFit best_fit(Locality scope, std::string_view gpu_type, const GangShape& gang) const;
+
+ private:
+  std::vector<GpuNode> nodes_;
+  std::map<std::string, size_t, std::less<>> index_;
+  std::vector<SwitchSpec> switches_;
+  std::vector<Team> teams_;
+};
+
+}  // namespace mlsched

@@ -1,0 +1,249 @@
+// Directive grammar: one or more `key=value` words per line; `#` after the words
+// starts a comment. Keys are fixed and lowercase; values are checked here, against
+// the admin config, before anything about the cluster is considered.
+#include "core/directives.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "core/text.h"
+
+namespace mlsched {
+
+const char* const kStoredPrefix = "mlsched:";
+
+const std::vector<std::string>& directive_keys() {
+  static const std::vector<std::string> keys = {
+      "type",       "gpu-type",         "locality",          "locality-mode",      "checkpoint-signal",
+      "checkpoint-grace", "checkpoint-interval", "preemptible", "max-restarts"};
+  return keys;
+}
+
+std::string DirectiveOrigin::describe() const {
+  if (kind == Kind::comment) return "--comment";
+  return "line " + std::to_string(line);
+}
+
+namespace {
+
+void read_words(std::string_view text, const DirectiveOrigin& origin, RawDirectives& out) {
+  const size_t hash = text.find('#');
+  if (hash != std::string_view::npos) text = text.substr(0, hash);
+  for (const std::string& word : split_words(text)) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      out.errors.push_back(origin.describe() + ": '" + word + "' is not key=value (e.g. gpu-type=a100)");
+      continue;
+    }
+    const std::string key = lowercase(word.substr(0, eq));
+    const std::string value = word.substr(eq + 1);
+    const auto& keys = directive_keys();
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
+      std::string msg = origin.describe() + ": unknown key '" + word.substr(0, eq) + "'";
+      if (auto near = closest_match(key, keys)) msg += "; did you mean '" + *near + "'?";
+      else msg += " (known keys: " + join(keys, ", ") + ")";
+      out.errors.push_back(msg);
+      continue;
+    }
+    if (value.empty()) {
+      out.errors.push_back(origin.describe() + ": " + key + "= has no value");
+      continue;
+    }
+    auto [it, inserted] = out.values.emplace(key, GivenValue{value, origin});
+    if (!inserted) {
+      out.errors.push_back(origin.describe() + ": " + key + " is given twice (also at " +
+                           it->second.origin.describe() + "); keep one");
+    }
+  }
+}
+
+bool is_blank_or_comment(std::string_view line) {
+  const std::string t = trim(line);
+  return t.empty() || t[0] == '#';
+}
+
+}  // namespace
+
+RawDirectives read_directives(std::string_view script, std::string_view comment) {
+  RawDirectives out;
+  std::istringstream in{std::string(script)};
+  std::string line;
+  int number = 0;
+  bool past_first_command = false;
+  while (std::getline(in, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!past_first_command && !is_blank_or_comment(line)) past_first_command = true;
+    if (!starts_with(line, "#MLSCHED")) continue;
+    const std::string_view rest = std::string_view(line).substr(8);
+    if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // e.g. "#MLSCHEDULER"
+    if (past_first_command) {
+      out.notes.push_back("line " + std::to_string(number) +
+                          ": #MLSCHED after the script's first command is ignored (as sbatch ignores "
+                          "#SBATCH there); move it up");
+      continue;
+    }
+    read_words(rest, DirectiveOrigin{DirectiveOrigin::Kind::script, number}, out);
+  }
+  const std::string c = trim(comment);
+  if (starts_with(lowercase(c), kStoredPrefix)) {
+    read_words(std::string_view(c).substr(std::string(kStoredPrefix).size()),
+               DirectiveOrigin{DirectiveOrigin::Kind::comment, 0}, out);
+  }
+  return out;
+}
+
+std::string JobDirectives::to_string() const {
+  std::string s = "type=" + mlsched::to_string(type);
+  s += " gpu-type=" + (gpu_types.empty() ? std::string("any") : join(gpu_types, ","));
+  s += " locality=" + mlsched::to_string(locality);
+  s += " locality-mode=" + mlsched::to_string(locality_mode);
+  s += " checkpoint-signal=" + signal_name(checkpoint_signal);
+  s += " checkpoint-grace=" + std::to_string(checkpoint_grace);
+  s += " checkpoint-interval=" + std::to_string(checkpoint_interval);
+  s += " preemptible=" + std::string(preemptible ? "yes" : "no");
+  s += " max-restarts=" + std::to_string(max_restarts);
+  return s;
+}
+
+ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& config) {
+  ResolvedDirectives out;
+  out.errors = raw.errors;
+  out.notes = raw.notes;
+  auto get = [&](const std::string& key) -> const GivenValue* {
+    auto it = raw.values.find(key);
+    return it == raw.values.end() ? nullptr : &it->second;
+  };
+  auto fail = [&](const GivenValue& g, const std::string& key, const std::string& why) {
+    out.errors.push_back(g.origin.describe() + ": " + key + "=" + g.value + " " + why);
+  };
+
+  JobDirectives d;
+  if (const auto* g = get("type")) {
+    if (auto t = parse_job_type(g->value)) d.type = *t;
+    else fail(*g, "type", "is not a job type; use one of " + join(job_type_names(), ", "));
+  } else {
+    d.type = config.default_job_type;
+  }
+  const JobTypeDefaults& def = config.defaults_for(d.type);
+  d.locality = def.locality;
+  d.locality_mode = def.locality_mode;
+  d.checkpoint_signal = def.checkpoint_signal;
+  d.checkpoint_grace = def.checkpoint_grace;
+  d.checkpoint_interval = def.checkpoint_interval;
+  d.preemptible = def.preemptible != PreemptiblePolicy::no;
+  d.max_restarts = def.max_restarts;
+
+  if (const auto* g = get("gpu-type")) {
+    std::set<std::string> seen;
+    for (std::string t : split(g->value, ',')) {
+      t = trim(t);
+      if (t.empty()) {
+        fail(*g, "gpu-type", "has an empty entry; write gpu-type=h100 or gpu-type=h100,a100");
+        break;
+      }
+      if (!seen.insert(lowercase(t)).second) {
+        fail(*g, "gpu-type", "lists " + t + " twice");
+        break;
+      }
+      d.gpu_types.push_back(t);
+    }
+  }
+  if (const auto* g = get("locality")) {
+    if (auto l = parse_locality(g->value)) d.locality = *l;
+    else fail(*g, "locality", "is not a locality; use one of " + join(locality_names(), ", "));
+  }
+  if (const auto* g = get("locality-mode")) {
+    if (auto m = parse_locality_mode(g->value)) d.locality_mode = *m;
+    else fail(*g, "locality-mode", "must be strict (never run wider than asked) or prefer (widen if needed)");
+  }
+  if (const auto* g = get("checkpoint-signal")) {
+    if (auto s = parse_signal(g->value)) d.checkpoint_signal = *s;
+    else fail(*g, "checkpoint-signal", "is not a signal a job can catch; use USR1, USR2, TERM, INT or HUP");
+  }
+  if (const auto* g = get("checkpoint-grace")) {
+    auto v = parse_duration(g->value);
+    if (!v) {
+      fail(*g, "checkpoint-grace", "is not a duration; write seconds (300) or 300s, 5m");
+    } else if (*v > config.max_checkpoint_grace) {
+      out.notes.push_back(g->origin.describe() + ": checkpoint-grace=" + g->value + " capped to " +
+                          std::to_string(config.max_checkpoint_grace) +
+                          " seconds (this cluster's MaxCheckpointGrace)");
+      d.checkpoint_grace = config.max_checkpoint_grace;
+    } else {
+      d.checkpoint_grace = static_cast<uint32_t>(*v);
+    }
+  } else if (d.checkpoint_grace > config.max_checkpoint_grace) {
+    d.checkpoint_grace = config.max_checkpoint_grace;
+  }
+  if (const auto* g = get("checkpoint-interval")) {
+    if (auto v = parse_duration(g->value)) d.checkpoint_interval = static_cast<uint32_t>(*v);
+    else fail(*g, "checkpoint-interval", "is not a duration; write seconds (1800) or 30m, 2h");
+  }
+  if (const auto* g = get("preemptible")) {
+    auto b = parse_bool(g->value);
+    if (!b) {
+      fail(*g, "preemptible", "must be yes or no");
+    } else if (!*b && def.preemptible == PreemptiblePolicy::required) {
+      fail(*g, "preemptible",
+           "is not allowed: " + mlsched::to_string(d.type) +
+               " jobs must be preemptible on this cluster (admin policy); remove preemptible=no, or use a "
+               "job type that may opt out");
+    } else {
+      d.preemptible = *b;
+    }
+  }
+  if (const auto* g = get("max-restarts")) {
+    auto v = parse_uint(g->value);
+    if (!v) fail(*g, "max-restarts", "is not a whole number (e.g. max-restarts=5)");
+    else if (*v > config.max_restarts_limit)
+      fail(*g, "max-restarts", "is more than this cluster allows (" + std::to_string(config.max_restarts_limit) + ")");
+    else d.max_restarts = static_cast<uint32_t>(*v);
+  }
+  for (const auto& [key, value] : raw.values) d.given[key] = true;
+  if (out.errors.empty()) out.directives = d;
+  return out;
+}
+
+std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comment) {
+  const std::string text(admin_comment);
+  const size_t at = text.find(kStoredPrefix);
+  if (at == std::string::npos) return std::nullopt;
+  // The stored form ends at a ';' (an admin may keep their own note after it).
+  std::string body = text.substr(at + std::string(kStoredPrefix).size());
+  const size_t semi = body.find(';');
+  if (semi != std::string::npos) body.resize(semi);
+  JobDirectives d;
+  bool any = false;
+  for (const auto& word : split_words(body)) {
+    const size_t eq = word.find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
+    any = true;
+    if (key == "type") {
+      if (auto t = parse_job_type(value)) d.type = *t; else return std::nullopt;
+    } else if (key == "gpu-type") {
+      if (value != "any") d.gpu_types = split(value, ',');
+    } else if (key == "locality") {
+      if (auto l = parse_locality(value)) d.locality = *l; else return std::nullopt;
+    } else if (key == "locality-mode") {
+      if (auto m = parse_locality_mode(value)) d.locality_mode = *m; else return std::nullopt;
+    } else if (key == "checkpoint-signal") {
+      if (auto s = parse_signal(value)) d.checkpoint_signal = *s; else return std::nullopt;
+    } else if (key == "checkpoint-grace") {
+      if (auto v = parse_uint(value)) d.checkpoint_grace = static_cast<uint32_t>(*v); else return std::nullopt;
+    } else if (key == "checkpoint-interval") {
+      if (auto v = parse_uint(value)) d.checkpoint_interval = static_cast<uint32_t>(*v); else return std::nullopt;
+    } else if (key == "preemptible") {
+      if (auto b = parse_bool(value)) d.preemptible = *b; else return std::nullopt;
+    } else if (key == "max-restarts") {
+      if (auto v = parse_uint(value)) d.max_restarts = static_cast<uint32_t>(*v); else return std::nullopt;
+    }
+    // Keys added by later versions are skipped, so old plugins read new jobs.
+  }
+  if (!any) return std::nullopt;
+  return d;
+}
+
+}  // namespace mlsched

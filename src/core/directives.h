@@ -1,0 +1,79 @@
+// ML directives: `#MLSCHED key=value` lines in a batch script and
+// `--comment "mlsched: key=value ..."` for srun/salloc. Reading, validation and the
+// canonical form stored with the job for the other plugins.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/config.h"
+#include "core/types.h"
+
+namespace mlsched {
+
+// Every key a user may write, in documentation order.
+const std::vector<std::string>& directive_keys();
+
+// Where a value came from, so messages can point at it.
+struct DirectiveOrigin {
+  enum class Kind { script, comment } kind = Kind::script;
+  int line = 0;  // script line number (1-based)
+  std::string describe() const;  // "line 4" or "--comment"
+};
+
+struct GivenValue {
+  std::string value;
+  DirectiveOrigin origin;
+};
+
+struct RawDirectives {
+  std::map<std::string, GivenValue> values;
+  std::vector<std::string> errors;  // each already names its origin
+  std::vector<std::string> notes;   // harmless but worth telling the user
+  bool any() const { return !values.empty() || !errors.empty(); }
+};
+
+// Reads directives from both places. Like sbatch with #SBATCH, #MLSCHED lines count
+// only before the script's first command; later ones produce a note.
+RawDirectives read_directives(std::string_view script, std::string_view comment);
+
+// A job's directives with the admin's defaults for its type filled in.
+struct JobDirectives {
+  JobType type = JobType::training;
+  std::vector<std::string> gpu_types;  // ordered preference; empty = any type
+  Locality locality = Locality::any;
+  LocalityMode locality_mode = LocalityMode::prefer;
+  int checkpoint_signal = 0;
+  uint32_t checkpoint_grace = 0;
+  uint32_t checkpoint_interval = 0;
+  bool preemptible = true;
+  uint32_t max_restarts = 0;
+
+  // Which keys the user wrote (the rest came from defaults).
+  std::map<std::string, bool> given;
+  bool was_given(const std::string& key) const { return given.count(key) > 0; }
+
+  // Canonical one-line form, every key present: "type=training gpu-type=h100,a100 ...".
+  std::string to_string() const;
+};
+
+struct ResolvedDirectives {
+  std::optional<JobDirectives> directives;
+  std::vector<std::string> errors;
+  std::vector<std::string> notes;
+};
+
+// Validates values and applies the admin config (type defaults, caps, policies).
+ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& config);
+
+// The prefix that marks mlsched's part of a job's admin comment.
+extern const char* const kStoredPrefix;
+// Reads the canonical form back (from the job's admin comment). Returns nullopt when
+// the text holds no mlsched directives.
+std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comment);
+
+}  // namespace mlsched

@@ -1,0 +1,321 @@
+// The submit decision, step by step: read directives, resolve them against the
+// admin config, check them against what the cluster has, then compute what to ask
+// Slurm for so that stock Slurm (and the other mlsched plugins) honour them.
+#include "core/submit.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/text.h"
+
+namespace mlsched {
+
+namespace {
+
+struct TresItem {
+  std::string prefix;  // "gres:" / "gres/" / "" as written
+  std::string name;
+  std::string type;
+  std::optional<uint64_t> count;
+};
+
+std::vector<TresItem> parse_tres(const std::string& tres) {
+  std::vector<TresItem> items;
+  if (trim(tres).empty()) return items;
+  for (std::string raw : split(tres, ',')) {
+    raw = trim(raw);
+    if (raw.empty()) continue;
+    TresItem it;
+    if (starts_with(raw, "gres:") || starts_with(raw, "gres/")) {
+      it.prefix = raw.substr(0, 5);
+      raw = raw.substr(5);
+    }
+    auto parts = split(raw, ':');
+    it.name = parts[0];
+    if (parts.size() == 2) {
+      if (auto n = parse_uint(parts[1])) it.count = *n;
+      else it.type = parts[1];
+    } else if (parts.size() == 3) {
+      it.type = parts[1];
+      auto n = parse_uint(parts[2]);
+      if (!n) throw std::invalid_argument("cannot read GPU count in '" + tres + "'");
+      it.count = *n;
+    } else if (parts.size() > 3) {
+      throw std::invalid_argument("cannot read '" + tres + "'");
+    }
+    items.push_back(it);
+  }
+  return items;
+}
+
+std::string format_tres(const std::vector<TresItem>& items) {
+  std::vector<std::string> out;
+  for (const auto& it : items) {
+    std::string s = it.prefix + it.name;
+    if (!it.type.empty()) s += ":" + it.type;
+    if (it.count) s += ":" + std::to_string(*it.count);
+    out.push_back(s);
+  }
+  return join(out, ",");
+}
+
+uint32_t gpu_count(const std::string& tres, std::vector<std::string>& types) {
+  uint64_t total = 0;
+  for (const auto& it : parse_tres(tres)) {
+    if (it.name != "gpu") continue;
+    total += it.count.value_or(1);
+    if (!it.type.empty() && std::find(types.begin(), types.end(), it.type) == types.end())
+      types.push_back(it.type);
+  }
+  return static_cast<uint32_t>(std::min<uint64_t>(total, UINT32_MAX));
+}
+
+std::string describe_gang(const GangShape& g) {
+  if (g.gpus_per_node > 0 && g.nodes > 1)
+    return std::to_string(g.gpus_per_node * g.nodes) + " GPUs (" + std::to_string(g.nodes) + " nodes x " +
+           std::to_string(g.gpus_per_node) + ")";
+  const uint32_t total = g.gpus_per_node > 0 ? g.gpus_per_node : g.total_gpus;
+  return std::to_string(total) + " GPU" + (total == 1 ? "" : "s");
+}
+
+std::string scope_words(Locality l) {
+  switch (l) {
+    case Locality::node: return "one node";
+    case Locality::nvlink_domain: return "one NVLink domain";
+    case Locality::switch_scope: return "one switch";
+    case Locality::any: return "the cluster";
+  }
+  return "";
+}
+
+// Which key names a value in messages: the user's directive, or the admin default.
+std::string origin_of(const JobDirectives& d, const std::string& key, const std::string& value) {
+  if (d.was_given(key)) return key + "=" + value;
+  return key + "=" + value + " (the default for type=" + to_string(d.type) + ")";
+}
+
+void check_locality(const JobDirectives& d, const GangShape& gang, const std::vector<std::string>& types,
+                    const Cluster& cluster, SubmitPlan& plan) {
+  const bool strict = d.locality_mode == LocalityMode::strict;
+  auto problem = [&](const std::string& msg) {
+    if (strict) plan.errors.push_back(msg);
+    else plan.notes.push_back(msg + "; with locality-mode=prefer the job runs wider");
+  };
+  // Whatever the locality, the gang must exist in the cluster.
+  {
+    bool fits_anywhere = false;
+    std::vector<std::string> have;
+    for (const auto& t : types) {
+      ScopeFit f = cluster.best_fit(Locality::any, t, gang);
+      fits_anywhere = fits_anywhere || f.fits;
+      have.push_back(std::to_string(f.unit_gpus) + " " + t + " GPUs on " + std::to_string(f.unit_nodes) +
+                     " suitable nodes");
+    }
+    if (!fits_anywhere) {
+      plan.errors.push_back("the job asks for " + describe_gang(gang) + " of type " + join(types, " or ") +
+                            ", but the whole cluster has " + join(have, ", ") +
+                            "; ask for fewer GPUs or nodes");
+      return;
+    }
+  }
+  if (d.locality == Locality::any) return;
+  const std::string loc = origin_of(d, "locality", to_string(d.locality));
+  if (d.locality == Locality::node && gang.nodes > 1) {
+    problem(loc + " keeps a job on one node, but it asks for " + std::to_string(gang.nodes) +
+            " nodes; use locality=nvlink-domain or locality=switch for multi-node gangs");
+    return;
+  }
+  if (d.locality == Locality::nvlink_domain && !cluster.has_nvlink_domains()) {
+    problem(loc + ": this cluster declares no NVLink domains (NvlinkDomain= in mlsched.conf); use "
+                  "locality=node, switch or any");
+    return;
+  }
+  if (d.locality == Locality::switch_scope && !cluster.has_switches()) {
+    problem(loc + ": this cluster has no switch topology (topology.conf); use locality=node, "
+                  "nvlink-domain or any");
+    return;
+  }
+  std::vector<std::string> largest;
+  for (const auto& t : types) {
+    ScopeFit f = cluster.best_fit(d.locality, t, gang);
+    if (f.fits) return;
+    if (!f.unit.empty())
+      largest.push_back(std::to_string(f.unit_gpus) + " " + t + " GPUs (" + f.unit + ")");
+  }
+  std::string msg = loc + (strict ? " locality-mode=strict" : "") + ": the job needs " + describe_gang(gang) +
+                    " in " + scope_words(d.locality) + ", but ";
+  if (largest.empty()) msg += "no " + scope_words(d.locality) + " has " + join(types, " or ") + " GPUs";
+  else msg += "the largest has " + join(largest, ", ");
+  if (strict) msg += "; ask for fewer GPUs, or use locality-mode=prefer to let it spread";
+  problem(msg);
+}
+
+}  // namespace
+
+GpuRequest read_gpu_request(const JobRequest& req) {
+  GpuRequest g;
+  g.per_node = gpu_count(req.tres_per_node, g.types);
+  g.per_job = gpu_count(req.tres_per_job, g.types);
+  g.per_task = gpu_count(req.tres_per_task, g.types);
+  g.per_socket = gpu_count(req.tres_per_socket, g.types);
+  return g;
+}
+
+std::string type_gpu_tres(const std::string& tres, const std::string& gpu_type) {
+  auto items = parse_tres(tres);
+  for (auto& it : items)
+    if (it.name == "gpu" && it.type.empty()) it.type = gpu_type;
+  return format_tres(items);
+}
+
+std::string SubmitPlan::user_message() const {
+  const auto& lines = errors.empty() ? notes : errors;
+  if (lines.empty()) return "";
+  if (lines.size() == 1) return "mlsched: " + lines[0];
+  std::string msg = "mlsched: " + std::to_string(lines.size()) +
+                    (errors.empty() ? " notes on this job:" : " problems with this job:");
+  for (const auto& l : lines) msg += "\n  " + l;
+  return msg;
+}
+
+SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster) {
+  SubmitPlan plan;
+  const RawDirectives raw = read_directives(req.script, req.comment);
+  if (!raw.any()) {
+    plan.notes = raw.notes;  // ignored #MLSCHED lines are still worth a word
+    return plan;
+  }
+  plan.has_directives = true;
+  ResolvedDirectives resolved = resolve_directives(raw, config);
+  plan.errors = resolved.errors;
+  plan.notes = resolved.notes;
+  if (!resolved.directives) return plan;
+  JobDirectives d = *resolved.directives;
+
+  GpuRequest gpus;
+  try {
+    gpus = read_gpu_request(req);
+  } catch (const std::invalid_argument& e) {
+    plan.errors.push_back(std::string("cannot read the job's GPU request: ") + e.what());
+    return plan;
+  }
+
+  // GPU types: the user's list, checked against what the cluster has and against
+  // any type already written in --gres/--gpus.
+  if (d.was_given("gpu-type")) {
+    std::vector<std::string> canonical;
+    for (const auto& t : d.gpu_types) {
+      auto c = cluster.canonical_gpu_type(t);
+      if (!c) {
+        auto have = cluster.gpu_types();
+        plan.errors.push_back("gpu-type=" + join(d.gpu_types, ",") + ": this cluster has no " + t +
+                              " GPUs (it has " + (have.empty() ? std::string("none") : join(have, ", ")) +
+                              ")");
+        continue;
+      }
+      canonical.push_back(*c);
+    }
+    d.gpu_types = canonical;
+    if (!gpus.any())
+      plan.errors.push_back("gpu-type=" + join(d.gpu_types, ",") +
+                            " needs GPUs: add --gres=gpu:N (per node) or --gpus=N to the job");
+    for (const auto& t : gpus.types) {
+      auto c = cluster.canonical_gpu_type(t).value_or(t);
+      if (std::find(d.gpu_types.begin(), d.gpu_types.end(), c) == d.gpu_types.end())
+        plan.errors.push_back("gpu-type=" + join(d.gpu_types, ",") + " conflicts with the job's GPU request for " +
+                              t + "; ask for untyped GPUs (--gres=gpu:N) and let gpu-type choose");
+    }
+  } else if (!gpus.types.empty()) {
+    // The request already names its type: record it so the other plugins see it.
+    for (const auto& t : gpus.types) d.gpu_types.push_back(cluster.canonical_gpu_type(t).value_or(t));
+  }
+  if (d.was_given("locality") && d.locality != Locality::any && !gpus.any())
+    plan.errors.push_back("locality=" + to_string(d.locality) +
+                          " places GPUs; this job asks for none (add --gres=gpu:N or drop locality)");
+  if (!plan.errors.empty()) return plan;
+
+  if (gpus.any()) {
+    GangShape gang;
+    gang.nodes = std::max<uint32_t>(1, req.min_nodes.value_or(1));
+    if (gpus.per_node) {
+      gang.gpus_per_node = gpus.per_node;
+    } else if (gpus.per_job) {
+      gang.total_gpus = gpus.per_job;
+    } else if (gpus.per_task && req.num_tasks) {
+      gang.total_gpus = gpus.per_task * *req.num_tasks;
+    }
+    if (gang.gpus_per_node || gang.total_gpus) {
+      const std::vector<std::string> types = d.gpu_types.empty() ? cluster.gpu_types() : d.gpu_types;
+      if (!types.empty()) check_locality(d, gang, types, cluster, plan);
+    }
+  }
+  if (!plan.errors.empty()) return plan;
+
+  // Rewrite. One type: typed GRES, so Slurm, sacct and accounting all see the type.
+  const bool untyped_request = gpus.any() && gpus.types.empty();
+  if (untyped_request && d.gpu_types.size() == 1) {
+    const std::string& t = d.gpu_types[0];
+    if (gpus.per_node) plan.tres_per_node = type_gpu_tres(req.tres_per_node, t);
+    if (gpus.per_job) plan.tres_per_job = type_gpu_tres(req.tres_per_job, t);
+    if (gpus.per_task) plan.tres_per_task = type_gpu_tres(req.tres_per_task, t);
+    if (gpus.per_socket) plan.tres_per_socket = type_gpu_tres(req.tres_per_socket, t);
+  } else if (untyped_request && d.gpu_types.size() > 1) {
+    // An ordered list: Slurm's matching-OR constraint keeps all nodes of one type,
+    // and --prefer asks for the first choice before falling back.
+    for (const auto& t : d.gpu_types) {
+      bool tagged = false;
+      for (const auto& n : cluster.nodes())
+        if (n.gpu_type == t)
+          tagged = tagged || std::any_of(n.features.begin(), n.features.end(),
+                                         [&](const std::string& f) { return lowercase(f) == lowercase(t); });
+      if (!tagged) {
+        plan.errors.push_back("gpu-type=" + join(d.gpu_types, ",") + ": nodes with " + t +
+                              " GPUs lack the node feature '" + t +
+                              "' that gpu-type lists need (ask the admin to add Features=" + t +
+                              " to those nodes), or give a single gpu-type");
+      }
+    }
+    if (req.features.find_first_of("|[]()") != std::string::npos)
+      plan.errors.push_back("gpu-type=" + join(d.gpu_types, ",") + " cannot be combined with a --constraint "
+                            "that has '|', brackets or parentheses; give one gpu-type instead");
+    if (!plan.errors.empty()) return plan;
+    const std::string one_of = "[" + join(d.gpu_types, "|") + "]";
+    plan.features = req.features.empty() ? one_of : req.features + "&" + one_of;
+    if (req.prefer.empty()) plan.prefer = d.gpu_types[0];
+  }
+
+  // Checkpoint signal: only when the job said it handles one. The default action
+  // of USR1 kills a shell, so an unannounced signal would end jobs early.
+  const bool wants_signal = d.was_given("checkpoint-signal") || d.was_given("checkpoint-grace");
+  if (req.warn_signal && *req.warn_signal != 0) {
+    if (d.was_given("checkpoint-signal") && *req.warn_signal != d.checkpoint_signal) {
+      plan.errors.push_back("checkpoint-signal=" + signal_name(d.checkpoint_signal) + " conflicts with --signal=" +
+                            signal_name(*req.warn_signal) + "; keep one of them");
+      return plan;
+    }
+    // The user's own --signal stands; record it as the checkpoint signal.
+    d.checkpoint_signal = *req.warn_signal;
+    if (req.warn_time && !d.was_given("checkpoint-grace"))
+      d.checkpoint_grace = std::min(*req.warn_time, config.max_checkpoint_grace);
+  } else if (wants_signal) {
+    plan.warn_signal = d.checkpoint_signal;
+    plan.warn_time = d.checkpoint_grace;
+    plan.warn_batch_only = true;
+  }
+
+  // A preemptible or restartable job must come back, not be cancelled.
+  if (d.preemptible || d.max_restarts > 0) {
+    if (req.requeue && !*req.requeue) {
+      plan.notes.push_back("--no-requeue: when preempted this job is cancelled, not requeued "
+                           "(drop --no-requeue, or set preemptible=no and max-restarts=0)");
+    } else {
+      plan.requeue = true;
+    }
+  }
+
+  plan.directives = d;
+  plan.stored = std::string(kStoredPrefix) + " " + d.to_string();
+  return plan;
+}
+
+}  // namespace mlsched

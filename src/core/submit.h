@@ -1,0 +1,71 @@
+// What job_submit/mlsched decides for one submission: validate the directives
+// against the admin config and the live cluster, and compute the rewrite.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/config.h"
+#include "core/directives.h"
+
+namespace mlsched {
+
+// The parts of a submission the decision reads; the plugin copies them out of
+// Slurm's job_desc_msg_t. Unset Slurm fields are empty / nullopt here.
+struct JobRequest {
+  std::string script;
+  std::string comment;
+  std::string tres_per_node;   // "gres:gpu:8" (what --gres/--gpus-per-node become)
+  std::string tres_per_job;    // --gpus
+  std::string tres_per_task;   // --gpus-per-task
+  std::string tres_per_socket; // --gpus-per-socket
+  std::string features;        // --constraint
+  std::string prefer;          // --prefer
+  std::optional<uint32_t> min_nodes;
+  std::optional<uint32_t> num_tasks;
+  std::optional<int> warn_signal;     // --signal
+  std::optional<uint32_t> warn_time;
+  std::optional<bool> requeue;        // --requeue / --no-requeue
+};
+
+// GPUs a submission asks for, summed over its TRES strings.
+struct GpuRequest {
+  uint32_t per_node = 0;
+  uint32_t per_job = 0;
+  uint32_t per_task = 0;
+  uint32_t per_socket = 0;
+  std::vector<std::string> types;  // types named in the request itself
+  bool any() const { return per_node || per_job || per_task || per_socket; }
+};
+// Throws std::invalid_argument on TRES text it cannot read.
+GpuRequest read_gpu_request(const JobRequest& req);
+
+// Rewrites every gpu item of a TRES list to the given type ("gres:gpu:8" ->
+// "gres:gpu:h100:8"); other items are left as they are.
+std::string type_gpu_tres(const std::string& tres, const std::string& gpu_type);
+
+struct SubmitPlan {
+  bool has_directives = false;
+  std::vector<std::string> errors;  // non-empty: refuse the job
+  std::vector<std::string> notes;   // told to the user on success
+  JobDirectives directives;
+  // Values to write back into the job; nullopt leaves the field as it is.
+  std::optional<std::string> tres_per_node, tres_per_job, tres_per_task, tres_per_socket;
+  std::optional<std::string> features, prefer;
+  std::optional<int> warn_signal;
+  std::optional<uint32_t> warn_time;
+  bool warn_batch_only = false;  // deliver the signal to the batch shell (--signal=B:...)
+  std::optional<bool> requeue;
+  std::string stored;            // canonical directives for the job's admin comment
+
+  bool accepted() const { return errors.empty(); }
+  // What sbatch shows: every problem (or note), one per line, prefixed "mlsched: ".
+  std::string user_message() const;
+};
+
+SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster);
+
+}  // namespace mlsched

@@ -1,0 +1,146 @@
+// String helpers: parsing of user-typed values with strict, predictable rules.
+#include "core/text.h"
+
+#include <algorithm>
+#include <cctype>
+#include <csignal>
+#include <limits>
+
+namespace mlsched {
+
+std::string trim(std::string_view s) {
+  size_t b = 0, e = s.size();
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+std::string lowercase(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t pos = s.find(sep, start);
+    out.emplace_back(s.substr(start, pos == std::string_view::npos ? pos : pos - start));
+    if (pos == std::string_view::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::vector<std::string> split_words(std::string_view s) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+    size_t b = i;
+    while (i < s.size() && !(s[i] == ' ' || s[i] == '\t' || s[i] == '\r')) ++i;
+    if (i > b) out.emplace_back(s.substr(b, i - b));
+  }
+  return out;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+std::string join(const std::vector<std::string>& parts, std::string_view sep) {
+  std::string out;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += sep;
+    out += parts[i];
+  }
+  return out;
+}
+
+std::optional<uint64_t> parse_uint(std::string_view s) {
+  if (s.empty() || s.size() > 19) return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    if (c < '0' || c > '9') return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(c - '0');
+  }
+  return v;
+}
+
+std::optional<bool> parse_bool(std::string_view s) {
+  const std::string v = lowercase(s);
+  if (v == "yes" || v == "true" || v == "on" || v == "1") return true;
+  if (v == "no" || v == "false" || v == "off" || v == "0") return false;
+  return std::nullopt;
+}
+
+namespace {
+struct SignalName {
+  const char* name;
+  int number;
+};
+// Signals a training process can catch to save a checkpoint. KILL/STOP cannot be
+// caught, so they are not offered.
+const SignalName kSignals[] = {
+    {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"TERM", SIGTERM}, {"INT", SIGINT},
+    {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"CONT", SIGCONT}, {"URG", SIGURG},
+    {"ALRM", SIGALRM}, {"PWR", SIGPWR},   {"WINCH", SIGWINCH},
+};
+}  // namespace
+
+std::optional<int> parse_signal(std::string_view s) {
+  std::string v = trim(s);
+  for (auto& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (starts_with(v, "SIG")) v = v.substr(3);
+  if (auto n = parse_uint(v)) {
+    for (const auto& sig : kSignals)
+      if (static_cast<uint64_t>(sig.number) == *n) return sig.number;
+    return std::nullopt;
+  }
+  for (const auto& sig : kSignals)
+    if (v == sig.name) return sig.number;
+  return std::nullopt;
+}
+
+std::string signal_name(int signo) {
+  for (const auto& sig : kSignals)
+    if (sig.number == signo) return sig.name;
+  return std::to_string(signo);
+}
+
+namespace {
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> prev(b.size() + 1), cur(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) prev[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    cur[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      size_t subst = prev[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1);
+      cur[j] = std::min({prev[j] + 1, cur[j - 1] + 1, subst});
+    }
+    std::swap(prev, cur);
+  }
+  return prev[b.size()];
+}
+}  // namespace
+
+std::optional<std::string> closest_match(std::string_view word,
+                                         const std::vector<std::string>& candidates) {
+  const std::string w = lowercase(word);
+  size_t best = std::numeric_limits<size_t>::max();
+  std::optional<std::string> best_name;
+  for (const auto& c : candidates) {
+    size_t d = edit_distance(w, lowercase(c));
+    if (d < best) {
+      best = d;
+      best_name = c;
+    }
+  }
+  // A third of the word's length (at least 2 edits) separates typos from other words.
+  const size_t limit = std::max<size_t>(2, w.size() / 3);
+  if (best_name && best <= limit) return best_name;
+  return std::nullopt;
+}
+
+}  // namespace mlsched

@@ -1,0 +1,26 @@
+// Builds the core's Cluster model from slurmctld's node and switch tables.
+// Call with at least the node read lock held (job_submit and select calls have it).
+#pragma once
+
+#include <memory>
+#include <mutex>
+
+#include "core/cluster.h"
+#include "core/config.h"
+
+namespace mlsched::plugin {
+
+class ClusterSnapshot {
+ public:
+  // Rebuilt only when Slurm's node table or the configuration changed.
+  std::shared_ptr<const Cluster> get(const Config& config, unsigned config_generation, const char* log_prefix);
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<const Cluster> cluster_;
+  long long node_update_ = -1;
+  unsigned config_generation_ = 0;
+  int switch_count_ = -1;
+};
+
+}  // namespace mlsched::plugin

@@ -1,0 +1,53 @@
+// The running configuration of an mlsched plugin inside slurmctld: loaded once at
+// plugin init, then re-read by a watcher thread when mlsched.conf changes (e.g.
+// before `scontrol reconfigure`), never under the controller's locks. A bad file
+// keeps the previous configuration and logs why.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "core/config.h"
+
+namespace mlsched::plugin {
+
+class ConfigStore {
+ public:
+  // Path of mlsched.conf: $MLSCHED_CONF, else next to slurm.conf.
+  static std::string default_path(const char* slurm_conf_path);
+
+  // Loads synchronously. On failure logs every problem and returns false.
+  bool load(const std::string& path, const char* log_prefix);
+  // The current configuration; never null after a successful load().
+  std::shared_ptr<const Config> get() const;
+  // Number of successful loads, so callers can rebuild what derives from it.
+  unsigned generation() const;
+
+  void start_watching();
+  void stop_watching();
+  ~ConfigStore() { stop_watching(); }
+
+ private:
+  bool reload_if_changed();
+  void watch_loop();
+
+  std::string path_;
+  std::string log_prefix_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<const Config> config_;
+  unsigned generation_ = 0;
+  struct FileStamp {
+    long long mtime_ns = 0, ctime_ns = 0, size = -1, inode = 0;
+    bool operator==(const FileStamp& o) const {
+      return mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns && size == o.size && inode == o.inode;
+    }
+  } stamp_;
+  std::thread watcher_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+};
+
+}  // namespace mlsched::plugin

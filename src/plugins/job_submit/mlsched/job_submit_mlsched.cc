@@ -1,0 +1,175 @@
+// job_submit/mlsched: reads ML directives (#MLSCHED lines, --comment "mlsched: ...")
+// at submission, refuses bad ones with a message sbatch prints, and rewrites the job
+// so Slurm asks for what they mean. The decision itself is core's plan_submit().
+#include <csignal>
+#include <exception>
+#include <string>
+
+#include "core/submit.h"
+#include "core/text.h"
+#include "plugins/common/cluster_snapshot.h"
+#include "plugins/common/config_store.h"
+#include "plugins/common/slurm_headers.h"
+
+MLSCHED_EXPORT const char plugin_name[] = "mlsched job submit plugin: ML directives";
+MLSCHED_EXPORT const char plugin_type[] = "job_submit/mlsched";
+MLSCHED_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+namespace {
+
+constexpr const char* kLog = "job_submit/mlsched";
+
+mlsched::plugin::ConfigStore g_config;
+mlsched::plugin::ClusterSnapshot g_cluster;
+
+std::string str(const char* s) { return s ? std::string(s) : std::string(); }
+
+// Copies the fields the decision reads out of Slurm's request.
+mlsched::JobRequest copy_request(const job_desc_msg_t* job_desc) {
+  mlsched::JobRequest req;
+  req.script = str(job_desc->script);
+  req.comment = str(job_desc->comment);
+  req.tres_per_node = str(job_desc->tres_per_node);
+  req.tres_per_job = str(job_desc->tres_per_job);
+  req.tres_per_task = str(job_desc->tres_per_task);
+  req.tres_per_socket = str(job_desc->tres_per_socket);
+  req.features = str(job_desc->features);
+  req.prefer = str(job_desc->prefer);
+  if (job_desc->min_nodes != NO_VAL && job_desc->min_nodes != 0) req.min_nodes = job_desc->min_nodes;
+  if (job_desc->num_tasks != NO_VAL && job_desc->num_tasks != 0) req.num_tasks = job_desc->num_tasks;
+  if (job_desc->warn_signal != NO_VAL16 && job_desc->warn_signal != 0) {
+    req.warn_signal = job_desc->warn_signal;
+    if (job_desc->warn_time != NO_VAL16) req.warn_time = job_desc->warn_time;
+  }
+  if (job_desc->requeue != NO_VAL16) req.requeue = job_desc->requeue != 0;
+  return req;
+}
+
+void replace(char** field, const std::optional<std::string>& value) {
+  if (!value) return;
+  xfree(*field);
+  *field = xstrdup(value->c_str());
+}
+
+// Writes the plan back into the request.
+void apply(const mlsched::SubmitPlan& plan, job_desc_msg_t* job_desc) {
+  replace(&job_desc->tres_per_node, plan.tres_per_node);
+  replace(&job_desc->tres_per_job, plan.tres_per_job);
+  replace(&job_desc->tres_per_task, plan.tres_per_task);
+  replace(&job_desc->tres_per_socket, plan.tres_per_socket);
+  replace(&job_desc->features, plan.features);
+  replace(&job_desc->prefer, plan.prefer);
+  if (plan.warn_signal) {
+    job_desc->warn_signal = static_cast<uint16_t>(*plan.warn_signal);
+    job_desc->warn_time = static_cast<uint16_t>(plan.warn_time.value_or(0));
+    if (job_desc->warn_flags == NO_VAL16) job_desc->warn_flags = 0;
+    if (plan.warn_batch_only) job_desc->warn_flags |= KILL_JOB_BATCH;
+  }
+  if (plan.requeue) job_desc->requeue = *plan.requeue ? 1 : 0;
+  // The admin comment is the one job field users cannot change, so the other
+  // plugins can trust what they read there. Keep an admin's own note after ours.
+  std::string stored = plan.stored;
+  if (job_desc->admin_comment && *job_desc->admin_comment) stored += "; " + str(job_desc->admin_comment);
+  xfree(job_desc->admin_comment);
+  job_desc->admin_comment = xstrdup(stored.c_str());
+}
+
+void tell_user(char** err_msg, const std::string& msg) {
+  if (msg.empty() || !err_msg) return;
+  if (*err_msg) xstrfmtcat(*err_msg, "\n%s", msg.c_str());
+  else *err_msg = xstrdup(msg.c_str());
+}
+
+}  // namespace
+
+MLSCHED_EXPORT int init(void) {
+  try {
+    const std::string path = mlsched::plugin::ConfigStore::default_path(slurm_conf.slurm_conf);
+    // A broken mlsched.conf at startup stops slurmctld, as a broken slurm.conf does.
+    if (!g_config.load(path, kLog)) return SLURM_ERROR;
+    g_config.start_watching();
+    return SLURM_SUCCESS;
+  } catch (const std::exception& e) {
+    error("%s: init failed: %s", kLog, e.what());
+  } catch (...) {
+    error("%s: init failed", kLog);
+  }
+  return SLURM_ERROR;
+}
+
+MLSCHED_EXPORT int fini(void) {
+  try {
+    g_config.stop_watching();
+  } catch (...) {
+  }
+  return SLURM_SUCCESS;
+}
+
+// Called with read locks on config, job, node and partition (job_submit.c).
+MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
+  try {
+    const auto config = g_config.get();
+    if (!config) {
+      tell_user(err_msg, "mlsched: the scheduler's configuration is not loaded; ask your admin");
+      return SLURM_ERROR;
+    }
+    const auto cluster = g_cluster.get(*config, g_config.generation(), kLog);
+    const mlsched::SubmitPlan plan = plan_submit(copy_request(job_desc), *config, *cluster);
+    const std::string msg = plan.user_message();
+    if (!plan.accepted()) {
+      info("%s: refused a job of uid %u: %s", kLog, submit_uid, msg.c_str());
+      tell_user(err_msg, msg);
+      return SLURM_ERROR;
+    }
+    if (plan.has_directives) apply(plan, job_desc);
+    tell_user(err_msg, msg);
+    return SLURM_SUCCESS;
+  } catch (const std::exception& e) {
+    error("%s: job_submit failed: %s", kLog, e.what());
+  } catch (...) {
+    error("%s: job_submit failed", kLog);
+  }
+  // Refuse rather than silently drop directives the user relies on.
+  tell_user(err_msg, "mlsched: internal error while reading this job's directives; the job was not "
+                     "submitted. Ask your admin to check slurmctld's log");
+  return SLURM_ERROR;
+}
+
+// Directives are fixed at submission: the stored form is in the admin comment,
+// which users cannot change. A modify may not sneak new directives in through the
+// comment, nor ask for a GPU type the directives exclude. job_modify has no message
+// channel in Slurm 22.05, so the reason goes to slurmctld's log.
+MLSCHED_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
+  try {
+    if (job_desc->comment) {
+      const std::string c = mlsched::trim(job_desc->comment);
+      if (mlsched::starts_with(mlsched::lowercase(c), mlsched::kStoredPrefix)) {
+        info("%s: refused update of job %u by uid %u: directives are fixed at submission", kLog,
+             job_ptr->job_id, submit_uid);
+        return ESLURM_NOT_SUPPORTED;
+      }
+    }
+    const auto stored = mlsched::parse_stored_directives(str(job_ptr->admin_comment));
+    if (!stored || stored->gpu_types.empty()) return SLURM_SUCCESS;
+    mlsched::JobRequest req;
+    req.tres_per_node = str(job_desc->tres_per_node);
+    req.tres_per_job = str(job_desc->tres_per_job);
+    req.tres_per_task = str(job_desc->tres_per_task);
+    req.tres_per_socket = str(job_desc->tres_per_socket);
+    for (const auto& t : mlsched::read_gpu_request(req).types) {
+      bool allowed = false;
+      for (const auto& want : stored->gpu_types) allowed = allowed || mlsched::lowercase(want) == mlsched::lowercase(t);
+      if (!allowed) {
+        info("%s: refused update of job %u by uid %u: GPU type %s is outside its gpu-type directive", kLog,
+             job_ptr->job_id, submit_uid, t.c_str());
+        return ESLURM_INVALID_GRES;
+      }
+    }
+    return SLURM_SUCCESS;
+  } catch (const std::exception& e) {
+    error("%s: job_modify failed: %s", kLog, e.what());
+  } catch (...) {
+    error("%s: job_modify failed", kLog);
+  }
+  return SLURM_ERROR;
+}

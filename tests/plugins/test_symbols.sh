@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Checks each built plugin's dynamic symbols against what slurmctld offers:
+#  - it exports only what Slurm's loader looks up (nothing of the core's C++ leaks
+#    into a daemon that loads other plugins too);
+#  - every Slurm symbol it needs is defined by libslurmfull or slurmctld itself, so a
+#    lazily bound function cannot turn out missing at its first call in the controller.
+set -u
+top=${top_builddir:-.}
+slurmfull=${SLURMFULL_LIB:-$(ls /usr/lib/*/slurm-wlm/libslurmfull.so 2>/dev/null | head -1)}
+slurmctld=${SLURMCTLD:-$(command -v slurmctld || echo /usr/sbin/slurmctld)}
+allowed='^(plugin_name|plugin_type|plugin_version|plugin_id|init|fini|job_submit|job_modify|priority_p_[a-z_]+|select_p_[a-z_]+|preempt_p_[a-z_]+)$'
+pass=0 fail=0
+provided=$(mktemp); trap 'rm -f "$provided"' EXIT
+{ nm -D --defined-only "$slurmfull"; nm -D --defined-only "$slurmctld"; } | awk '{print $3}' | sort -u > "$provided"
+
+plugins=("$top"/src/plugins/*/mlsched/.libs/*_mlsched.so)
+[ -f "${plugins[0]}" ] || { echo "no plugin built under $top/src/plugins"; echo "0 passed, 1 failed"; exit 1; }
+for so in "${plugins[@]}"; do
+  name=$(basename "$so")
+  extra=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -Ev "$allowed" | grep -v '^$' || true)
+  if [ -n "$extra" ]; then
+    echo "FAIL: $name exports more than the loader symbols:"; echo "$extra" | head -20
+    fail=$((fail + 1))
+  else
+    echo "ok: $name exports only loader symbols"; pass=$((pass + 1))
+  fi
+  # Unversioned undefined symbols are Slurm's (libc/libstdc++ ones carry @VERSION).
+  missing=$(nm -D --undefined-only "$so" | awk '$1 == "U" && $2 !~ /@/ {print $2}' | sort -u | comm -23 - "$provided")
+  if [ -n "$missing" ]; then
+    echo "FAIL: $name needs symbols neither libslurmfull nor slurmctld defines:"; echo "$missing"
+    fail=$((fail + 1))
+  else
+    echo "ok: $name needs only symbols slurmctld provides"; pass=$((pass + 1))
+  fi
+done
+echo "$pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,151 @@
+#include <csignal>
+
+#include "core/directives.h"
+#include "suites.h"
+
+using namespace mlsched;
+
+static std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& e : v) s += e + "\n";
+  return s;
+}
+
+START_TEST(reads_script_and_comment) {
+  const char* script =
+      "#!/bin/bash\n"
+      "#SBATCH -N 2 --gres=gpu:8\n"
+      "#MLSCHED type=training gpu-type=h100,a100   # our directives\n"
+      "#MLSCHED locality=nvlink-domain\n"
+      "\n"
+      "srun train.py\n";
+  RawDirectives r = read_directives(script, "mlsched: max-restarts=5");
+  ck_assert_msg(r.errors.empty(), "%s", joined(r.errors).c_str());
+  ck_assert_int_eq(r.values.size(), 4);
+  ck_assert_string_eq(r.values.at("gpu-type").value.c_str(), "h100,a100");
+  ck_assert_int_eq(r.values.at("locality").origin.line, 4);
+  ck_assert_string_eq(r.values.at("max-restarts").origin.describe().c_str(), "--comment");
+}
+END_TEST
+
+START_TEST(no_directives_means_untouched) {
+  RawDirectives r = read_directives("#!/bin/bash\n#SBATCH -N1\nhostname\n", "just a note");
+  ck_assert(!r.any());
+  // #MLSCHEDULER is not ours; "mlsched:" elsewhere in a comment is not ours either.
+  r = read_directives("#MLSCHEDULER x=1\n", "see mlsched: docs");
+  ck_assert(!r.any());
+}
+END_TEST
+
+START_TEST(directives_after_first_command_are_noted) {
+  RawDirectives r = read_directives("#!/bin/bash\nhostname\n#MLSCHED type=sweep\n", "");
+  ck_assert(r.values.empty());
+  ck_assert_int_eq(r.notes.size(), 1);
+  ck_assert_contains(r.notes[0], "line 3: #MLSCHED after the script's first command is ignored");
+}
+END_TEST
+
+START_TEST(grammar_errors_name_line_and_fix) {
+  RawDirectives r = read_directives(
+      "#!/bin/bash\n#MLSCHED gpu_type=h100\n#MLSCHED walltime=5\n#MLSCHED preemptible\n"
+      "#MLSCHED type=\n#MLSCHED type=sweep\n",
+      "mlsched: type=training");
+  const std::string all = joined(r.errors);
+  ck_assert_contains(all, "line 2: unknown key 'gpu_type'; did you mean 'gpu-type'?");
+  ck_assert_contains(all, "line 3: unknown key 'walltime' (known keys: type, gpu-type");
+  ck_assert_contains(all, "line 4: 'preemptible' is not key=value");
+  ck_assert_contains(all, "line 5: type= has no value");
+  ck_assert_contains(all, "--comment: type is given twice (also at line 6); keep one");
+}
+END_TEST
+
+static ResolvedDirectives resolve(const char* words, const Config& c = Config{}) {
+  std::string script = std::string("#!/bin/bash\n#MLSCHED ") + words + "\n";
+  return resolve_directives(read_directives(script, ""), c);
+}
+
+START_TEST(defaults_come_from_job_type) {
+  ResolvedDirectives r = resolve("type=interactive");
+  ck_assert(r.directives.has_value());
+  ck_assert(r.directives->locality == Locality::node);
+  ck_assert(!r.directives->preemptible);
+  r = resolve("gpu-type=h100");
+  ck_assert(r.directives->type == JobType::training);
+  ck_assert(r.directives->preemptible);
+  ck_assert_int_eq(r.directives->checkpoint_signal, SIGUSR1);
+  ck_assert(r.directives->was_given("gpu-type"));
+  ck_assert(!r.directives->was_given("type"));
+}
+END_TEST
+
+START_TEST(bad_values_name_key_and_fix) {
+  struct Case {
+    const char* words;
+    const char* message;
+  } cases[] = {
+      {"type=batch", "line 2: type=batch is not a job type; use one of training, inference, sweep, interactive"},
+      {"locality=rack", "locality=rack is not a locality; use one of node, nvlink-domain, switch, any"},
+      {"locality-mode=loose", "locality-mode=loose must be strict"},
+      {"checkpoint-signal=KILL", "checkpoint-signal=KILL is not a signal a job can catch"},
+      {"checkpoint-grace=soon", "checkpoint-grace=soon is not a duration"},
+      {"checkpoint-interval=x", "checkpoint-interval=x is not a duration"},
+      {"preemptible=maybe", "preemptible=maybe must be yes or no"},
+      {"max-restarts=many", "max-restarts=many is not a whole number"},
+      {"max-restarts=1000", "max-restarts=1000 is more than this cluster allows (100)"},
+      {"gpu-type=h100,,a100", "gpu-type=h100,,a100 has an empty entry"},
+      {"gpu-type=h100,H100", "lists H100 twice"},
+      {"type=sweep preemptible=no", "preemptible=no is not allowed: sweep jobs must be preemptible on this cluster"},
+  };
+  for (const auto& c : cases) {
+    ResolvedDirectives r = resolve(c.words);
+    ck_assert_msg(!r.directives.has_value(), "accepted: %s", c.words);
+    ck_assert_contains(joined(r.errors), c.message);
+  }
+}
+END_TEST
+
+START_TEST(grace_is_capped_with_a_note) {
+  Config c;
+  c.max_checkpoint_grace = 300;
+  ResolvedDirectives r = resolve("checkpoint-grace=15m", c);
+  ck_assert(r.directives.has_value());
+  ck_assert_int_eq(r.directives->checkpoint_grace, 300);
+  ck_assert_contains(joined(r.notes), "checkpoint-grace=15m capped to 300 seconds");
+}
+END_TEST
+
+START_TEST(stored_form_round_trips) {
+  ResolvedDirectives r = resolve(
+      "type=training gpu-type=h100,a100 locality=nvlink-domain locality-mode=strict checkpoint-signal=USR2 "
+      "checkpoint-grace=300 preemptible=yes max-restarts=5");
+  ck_assert(r.directives.has_value());
+  const std::string stored = std::string(kStoredPrefix) + " " + r.directives->to_string();
+  ck_assert_string_eq(stored.c_str(),
+                   "mlsched: type=training gpu-type=h100,a100 locality=nvlink-domain locality-mode=strict "
+                   "checkpoint-signal=USR2 checkpoint-grace=300 checkpoint-interval=0 preemptible=yes "
+                   "max-restarts=5");
+  auto back = parse_stored_directives(stored + "; admin note");
+  ck_assert(back.has_value());
+  ck_assert_int_eq(back->gpu_types.size(), 2);
+  ck_assert(back->locality_mode == LocalityMode::strict);
+  ck_assert_int_eq(back->checkpoint_signal, SIGUSR2);
+  ck_assert_int_eq(back->max_restarts, 5);
+  ck_assert(!parse_stored_directives("an admin's note"));
+  ck_assert(!parse_stored_directives("mlsched: type=nonsense"));
+}
+END_TEST
+
+Suite* directives_suite() {
+  Suite* s = suite_create("directives");
+  TCase* tc = tcase_create("directives");
+  tcase_add_test(tc, reads_script_and_comment);
+  tcase_add_test(tc, no_directives_means_untouched);
+  tcase_add_test(tc, directives_after_first_command_are_noted);
+  tcase_add_test(tc, grammar_errors_name_line_and_fix);
+  tcase_add_test(tc, defaults_come_from_job_type);
+  tcase_add_test(tc, bad_values_name_key_and_fix);
+  tcase_add_test(tc, grace_is_capped_with_a_note);
+  tcase_add_test(tc, stored_form_round_trips);
+  suite_add_tcase(s, tc);
+  return s;
+}

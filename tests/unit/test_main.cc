@@ -1,0 +1,17 @@
+// Runs every core suite; Check prints the summary line CI reads.
+#include <cstdlib>
+
+#include "suites.h"
+
+int main() {
+  SRunner* runner = srunner_create(text_suite());
+  srunner_add_suite(runner, hostlist_suite());
+  srunner_add_suite(runner, config_suite());
+  srunner_add_suite(runner, cluster_suite());
+  srunner_add_suite(runner, directives_suite());
+  srunner_add_suite(runner, submit_suite());
+  srunner_run_all(runner, CK_NORMAL);
+  const int failed = srunner_ntests_failed(runner);
+  srunner_free(runner);
+  return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
