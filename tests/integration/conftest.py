@@ -1,0 +1,100 @@
+"""Fixtures for integration tests against the real local Slurm cluster.
+
+The cluster (munged, MariaDB, slurmdbd, slurmctld, several slurmd with fake typed
+GPUs) is started by scripts/cluster; scripts/test brings it up with our plugins
+before pytest runs. Tests talk to it only through Slurm's own commands, run as the
+cluster's real Unix test users, and assert on what those users would see.
+"""
+import os
+import re
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER_DIR = Path(os.environ.get("MLSCHED_CLUSTER_DIR", "/tmp/mlsched-cluster"))
+SLURM_CONF = CLUSTER_DIR / "etc" / "slurm.conf"
+
+
+class Result:
+    def __init__(self, proc):
+        self.rc = proc.returncode
+        self.out = proc.stdout
+        self.err = proc.stderr
+
+    def __repr__(self):
+        return f"rc={self.rc}\nstdout:\n{self.out}\nstderr:\n{self.err}"
+
+
+class Cluster:
+    """Runs Slurm commands against the test cluster, as root or as a test user."""
+
+    def __init__(self):
+        self.env = dict(os.environ, SLURM_CONF=str(SLURM_CONF))
+        self.dir = CLUSTER_DIR
+
+    def run(self, args, user=None, stdin=None, timeout=60):
+        cmd = list(args)
+        if user:
+            cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={SLURM_CONF}"] + cmd
+        proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=self.env, timeout=timeout)
+        return Result(proc)
+
+    def workdir(self, user):
+        return str(self.dir / "work" / user)
+
+    def sbatch(self, user, script, *args, name=None):
+        """Submits a batch script as `user`; returns (Result, job name)."""
+        name = name or f"t-{uuid.uuid4().hex[:8]}"
+        res = self.run(["sbatch", "--parsable", "-J", name, "-D", self.workdir(user), *args],
+                       user=user, stdin=script)
+        return res, name
+
+    def job_id(self, res):
+        assert res.rc == 0, res
+        return res.out.strip().split(";")[0]
+
+    def show_job(self, job_id, detail=False):
+        args = ["scontrol", "show", "job"] + (["-d"] if detail else []) + [str(job_id)]
+        res = self.run(args)
+        assert res.rc == 0, res
+        return res.out
+
+    def job_field(self, job_id, field):
+        text = self.show_job(job_id)
+        m = re.search(r"(?:^|\s)" + re.escape(field) + r"=(.*?)(?=\s+\w[\w:/]*=|\s*$)", text, re.M)
+        return m.group(1) if m else None
+
+    def squeue_names(self, user):
+        res = self.run(["squeue", "-h", "-u", user, "-o", "%j"])
+        assert res.rc == 0, res
+        return set(res.out.split())
+
+    def wait_state(self, job_id, states, timeout=60):
+        deadline = time.time() + timeout
+        state = None
+        while time.time() < deadline:
+            state = self.job_field(job_id, "JobState")
+            if state in states:
+                return state
+            time.sleep(0.5)
+        raise AssertionError(f"job {job_id} stayed {state}, wanted {states}")
+
+    def cancel(self, job_id):
+        self.run(["scancel", str(job_id)])
+
+
+@pytest.fixture(scope="session")
+def cluster():
+    c = Cluster()
+    res = c.run(["sinfo", "-h", "-o", "%D %T"])
+    if res.rc != 0:
+        pytest.fail("the test cluster is not running: start it with scripts/cluster up "
+                    f"--plugins mlsched (see scripts/test)\n{res}")
+    conf = SLURM_CONF.read_text()
+    if "JobSubmitPlugins=mlsched" not in conf.replace(" ", ""):
+        pytest.fail("the test cluster runs without job_submit/mlsched (scripts/cluster up --plugins mlsched)")
+    return c
