@@ -65,8 +65,10 @@ class Cluster:
 
     def job_field(self, job_id, field):
         text = self.show_job(job_id)
-        m = re.search(r"(?:^|\s)" + re.escape(field) + r"=(.*?)(?=\s+\w[\w:/]*=|\s*$)", text, re.M)
-        return m.group(1) if m else None
+        # scontrol's keys are CamelCase; a value runs to the next such key or the line's
+        # end, so values with spaces (AdminComment=mlsched: type=...) stay whole.
+        m = re.search(r"(?:^|\s)" + re.escape(field) + r"=(.*?)(?=\s+[A-Z][\w:/]*=|\s*$)", text, re.M)
+        return m.group(1).strip() if m else None
 
     def squeue_names(self, user):
         res = self.run(["squeue", "-h", "-u", user, "-o", "%j"])
