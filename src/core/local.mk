@@ -1,0 +1,12 @@
+# Slurm-free core library (included from Makefile.am).
+noinst_LTLIBRARIES += src/core/libmlsched_core.la
+src_core_libmlsched_core_la_SOURCES = \
+	src/core/text.h src/core/text.cc \
+	src/core/types.h src/core/types.cc \
+	src/core/hostlist.h src/core/hostlist.cc \
+	src/core/config.h src/core/config.cc \
+	src/core/cluster.h src/core/cluster.cc \
+	src/core/directives.h src/core/directives.cc \
+	src/core/submit.h src/core/submit.cc
+src_core_libmlsched_core_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
+
