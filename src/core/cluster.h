@@ -38,6 +38,21 @@ struct Team {
   std::map<std::string, uint32_t> gpu_quota;  // gpu_type -> guaranteed GPUs
 };
 
+// A node's live state at one moment (a snapshot taken under slurmctld's locks, or
+// read by the tool from slurm_load_node). Kept parallel to Cluster::nodes().
+struct NodeState {
+  bool usable = true;             // up and schedulable (not down, drained, or failing)
+  std::vector<bool> gpu_busy;     // by GPU index; size = the node's GPU count
+  uint32_t recent_failures = 0;   // node failures within the admin's window
+
+  uint32_t free_gpus() const {
+    uint32_t n = 0;
+    for (bool busy : gpu_busy) n += busy ? 0 : 1;
+    return usable ? n : 0;
+  }
+};
+using ClusterState = std::vector<NodeState>;
+
 // One entry of a node's GRES string ("gpu:a100:8(S:0-1)").
 struct GresEntry {
   std::string name;

@@ -11,6 +11,7 @@ Suite* config_suite();
 Suite* cluster_suite();
 Suite* directives_suite();
 Suite* submit_suite();
+Suite* placement_suite();
 
 // True when `haystack` contains `needle`; messages are asserted by content.
 inline bool contains(const std::string& haystack, const std::string& needle) {

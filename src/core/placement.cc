@@ -1,0 +1,329 @@
+// Placement policy. The pipeline for one job: for each acceptable GPU type (the
+// user's order), for each scope from the narrowest that can hold the gang, group
+// eligible nodes into units, pick the best-fit nodes inside each unit, and rank
+// units by how little free capacity they leave (packing keeps whole nodes, domains
+// and switches free for the large gangs that need them).
+#include "core/placement.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <tuple>
+
+#include "core/text.h"
+
+namespace mlsched {
+
+namespace {
+
+struct Unit {
+  std::string name;
+  std::string context;           // the next wider unit, for tie-breaking
+  std::vector<size_t> members;   // nodes of the unit (any state)
+};
+
+// Groups the cluster's nodes into the units of one scope. Switch scopes come one
+// level at a time, narrowest first.
+std::vector<std::vector<Unit>> units_for_scope(const Cluster& cluster, Locality scope) {
+  const auto& nodes = cluster.nodes();
+  std::vector<std::vector<Unit>> levels;
+  auto group_by = [&](auto key_of, auto context_of) {
+    std::map<std::string, Unit> by_name;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const std::string key = key_of(nodes[i]);
+      if (key.empty()) continue;
+      Unit& u = by_name[key];
+      u.name = key;
+      u.context = context_of(nodes[i]);
+      u.members.push_back(i);
+    }
+    std::vector<Unit> out;
+    for (auto& [name, u] : by_name) out.push_back(std::move(u));
+    return out;
+  };
+  switch (scope) {
+    case Locality::node:
+      levels.push_back(group_by([](const GpuNode& n) { return n.name; },
+                                [](const GpuNode& n) { return n.nvlink_domain.empty() ? n.leaf_switch : n.nvlink_domain; }));
+      break;
+    case Locality::nvlink_domain:
+      levels.push_back(group_by([](const GpuNode& n) { return n.nvlink_domain; },
+                                [](const GpuNode& n) { return n.leaf_switch; }));
+      break;
+    case Locality::switch_scope: {
+      int max_level = -1;
+      for (const auto& s : cluster.switches()) max_level = std::max(max_level, s.level);
+      for (int level = 0; level <= max_level; ++level) {
+        std::vector<Unit> units;
+        for (const auto& s : cluster.switches()) {
+          if (s.level != level) continue;
+          Unit u;
+          u.name = s.name;
+          for (const auto& n : s.nodes)
+            if (const GpuNode* node = cluster.find_node(n)) u.members.push_back(static_cast<size_t>(node - nodes.data()));
+          if (!u.members.empty()) units.push_back(std::move(u));
+        }
+        // A single switch spanning everything adds nothing over "any".
+        if (!units.empty() && !(units.size() == 1 && units[0].members.size() == nodes.size()))
+          levels.push_back(std::move(units));
+      }
+      break;
+    }
+    case Locality::any: {
+      Unit all;
+      all.name = "cluster";
+      all.members.resize(nodes.size());
+      std::iota(all.members.begin(), all.members.end(), 0);
+      levels.push_back({all});
+      break;
+    }
+  }
+  return levels;
+}
+
+struct Fit {
+  bool ok = false;
+  std::vector<size_t> chosen;
+  std::vector<size_t> eligible;
+  uint32_t unit_free = 0;   // free GPUs of the type in the unit
+  uint32_t room_nodes = 0;  // nodes that could take their share
+  bool flaky = false;
+};
+
+// Best-fit choice of nodes inside one unit, or why it does not fit.
+Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& eligible,
+             const Unit& unit, const std::string& type, const GangShape& gang, bool allow_flaky) {
+  const auto& nodes = cluster.nodes();
+  Fit fit;
+  std::vector<size_t> room;
+  for (size_t i : unit.members) {
+    const GpuNode& n = nodes[i];
+    if (n.gpus == 0 || n.gpu_type != type || !eligible[i]) continue;
+    const uint32_t free = state[i].free_gpus();
+    fit.unit_free += free;
+    if (!allow_flaky && state[i].recent_failures > 0) continue;
+    fit.eligible.push_back(i);
+    const uint32_t need = gang.gpus_per_node > 0 ? gang.gpus_per_node : 1;
+    if (free >= need) room.push_back(i);
+  }
+  fit.room_nodes = static_cast<uint32_t>(room.size());
+  if (gang.gpus_per_node > 0) {
+    if (room.size() < gang.nodes) return fit;
+    // Fullest nodes first: a job takes the tightest spot, leaving idle nodes idle.
+    std::stable_sort(room.begin(), room.end(), [&](size_t a, size_t b) {
+      return std::make_tuple(state[a].free_gpus(), state[a].recent_failures) <
+             std::make_tuple(state[b].free_gpus(), state[b].recent_failures);
+    });
+    fit.chosen.assign(room.begin(), room.begin() + gang.nodes);
+  } else {
+    // A GPU total (--gpus=N): fewest nodes, most free first.
+    std::stable_sort(room.begin(), room.end(),
+                     [&](size_t a, size_t b) { return state[a].free_gpus() > state[b].free_gpus(); });
+    uint32_t got = 0;
+    for (size_t i : room) {
+      if (got >= gang.total_gpus && fit.chosen.size() >= gang.nodes) break;
+      fit.chosen.push_back(i);
+      got += state[i].free_gpus();
+    }
+    if (got < gang.total_gpus || fit.chosen.size() < gang.nodes) {
+      fit.chosen.clear();
+      return fit;
+    }
+  }
+  std::sort(fit.chosen.begin(), fit.chosen.end());
+  for (size_t i : fit.chosen) fit.flaky = fit.flaky || state[i].recent_failures > 0;
+  fit.ok = true;
+  return fit;
+}
+
+uint32_t gang_gpus(const GangShape& g) { return g.gpus_per_node > 0 ? g.gpus_per_node * g.nodes : g.total_gpus; }
+
+std::string scope_phrase(Locality l) {
+  switch (l) {
+    case Locality::node: return "one node";
+    case Locality::nvlink_domain: return "one NVLink domain";
+    case Locality::switch_scope: return "one switch";
+    case Locality::any: return "the cluster";
+  }
+  return "";
+}
+
+std::string gang_phrase(const GangShape& g, const std::string& type) {
+  std::string s = std::to_string(gang_gpus(g)) + (type.empty() ? "" : " " + type) + " GPUs";
+  if (g.gpus_per_node > 0 && g.nodes > 1)
+    s += " (" + std::to_string(g.nodes) + " nodes x " + std::to_string(g.gpus_per_node) + ")";
+  return s;
+}
+
+}  // namespace
+
+std::vector<Locality> scopes_to_try(const PlacementRequest& request) {
+  std::vector<Locality> scopes;
+  const Locality order[] = {Locality::node, Locality::nvlink_domain, Locality::switch_scope, Locality::any};
+  const bool strict = request.mode == LocalityMode::strict && request.locality != Locality::any;
+  for (Locality l : order) {
+    if (l == Locality::node && request.gang.nodes > 1) continue;
+    scopes.push_back(l);
+    if (strict && l == request.locality) break;
+  }
+  return scopes;
+}
+
+PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& eligible,
+                             const PlacementRequest& request, const PlacementPolicy& policy) {
+  PlacementPlan plan;
+  const auto& nodes = cluster.nodes();
+  if (state.size() != nodes.size() || eligible.size() != nodes.size() || gang_gpus(request.gang) == 0) return plan;
+
+  // Types in the user's order; an untyped job still never mixes types, and tries
+  // every type the cluster has, tightest fit first.
+  std::vector<std::vector<std::string>> type_groups;
+  if (request.gpu_types.empty()) type_groups.push_back(cluster.gpu_types());
+  else for (const auto& t : request.gpu_types) type_groups.push_back({t});
+
+  const bool large = request.gang.nodes >= policy.large_gang_nodes;
+  const std::vector<Locality> scopes = scopes_to_try(request);
+  for (const auto& group : type_groups) {
+    for (Locality scope : scopes) {
+      for (const auto& units : units_for_scope(cluster, scope)) {
+        // Free GPUs per context unit, so ties go to the fuller domain/switch.
+        std::map<std::string, uint32_t> context_free;
+        for (const auto& u : units)
+          for (size_t i : u.members) context_free[u.context] += state[i].free_gpus();
+        std::vector<std::tuple<bool, uint32_t, uint32_t, std::string, PlacementCandidate>> found;
+        for (const auto& type : group) {
+          for (const auto& u : units) {
+            // Large gangs first try without nodes that failed recently.
+            Fit fit = fit_unit(cluster, state, eligible, u, type, request.gang, !large);
+            if (!fit.ok && large) fit = fit_unit(cluster, state, eligible, u, type, request.gang, true);
+            if (!fit.ok) continue;
+            PlacementCandidate c;
+            c.gpu_type = type;
+            c.scope = scope;
+            c.unit = u.name;
+            c.nodes = fit.chosen;
+            c.unit_nodes = fit.eligible;
+            c.leftover_gpus = fit.unit_free - std::min(fit.unit_free, gang_gpus(request.gang));
+            c.uses_flaky_nodes = fit.flaky;
+            found.emplace_back(c.uses_flaky_nodes, c.leftover_gpus, context_free[u.context], u.name, std::move(c));
+          }
+        }
+        std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
+          return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a), std::get<3>(a)) <
+                 std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b), std::get<3>(b));
+        });
+        for (size_t k = 0; k < found.size() && k < policy.max_candidates_per_scope; ++k)
+          plan.candidates.push_back(std::move(std::get<4>(found[k])));
+      }
+    }
+  }
+  if (!plan.candidates.empty()) return plan;
+
+  // Nothing fits now: say, per type, how far the best unit of the asked scope is.
+  const Locality asked = request.locality == Locality::any ? Locality::any : request.locality;
+  std::vector<std::string> parts;
+  for (const auto& group : type_groups) {
+    for (const auto& type : group) {
+      PlacementShortfall s;
+      s.gpu_type = type;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].gpu_type != type || !eligible[i]) continue;
+        const uint32_t free = state[i].free_gpus();
+        s.free_gpus += free;
+        const uint32_t need = request.gang.gpus_per_node > 0 ? request.gang.gpus_per_node : 1;
+        if (free >= need) ++s.nodes_with_room;
+      }
+      for (const auto& units : units_for_scope(cluster, asked)) {
+        for (const auto& u : units) {
+          Fit fit = fit_unit(cluster, state, eligible, u, type, request.gang, true);
+          if (fit.unit_free > s.best_unit_free_gpus || s.best_unit.empty()) {
+            s.best_unit = u.name;
+            s.best_unit_free_gpus = fit.unit_free;
+            s.best_unit_nodes = fit.room_nodes;
+          }
+        }
+        break;  // the narrowest level of the asked scope
+      }
+      std::string p = type + ": " + std::to_string(s.free_gpus) + " free on " + std::to_string(s.nodes_with_room) +
+                      " node" + (s.nodes_with_room == 1 ? "" : "s") + " with room";
+      if (asked != Locality::any && !s.best_unit.empty())
+        p += ", at most " + std::to_string(s.best_unit_free_gpus) + " in " + scope_phrase(asked) + " (" +
+             s.best_unit + ")";
+      parts.push_back(p);
+      plan.shortfalls.push_back(s);
+    }
+  }
+  const std::string type_word = request.gpu_types.size() == 1 ? request.gpu_types[0] : "";
+  plan.reason = "needs " + gang_phrase(request.gang, type_word) + " in " + scope_phrase(scopes.back()) +
+                "; free now: " + join(parts, "; ");
+  return plan;
+}
+
+std::vector<int> choose_gpus(const std::vector<std::vector<int>>& cliques_in, const std::vector<bool>& free,
+                             uint32_t count) {
+  std::vector<std::vector<int>> cliques = cliques_in;
+  if (cliques.empty()) {
+    cliques.emplace_back(free.size());
+    std::iota(cliques[0].begin(), cliques[0].end(), 0);
+  }
+  std::vector<std::vector<int>> free_in(cliques.size());
+  uint32_t total_free = 0;
+  for (size_t c = 0; c < cliques.size(); ++c)
+    for (int g : cliques[c])
+      if (g >= 0 && static_cast<size_t>(g) < free.size() && free[g]) free_in[c].push_back(g);
+  for (const auto& f : free_in) total_free += static_cast<uint32_t>(f.size());
+  if (count == 0 || total_free < count) return {};
+
+  // One clique can hold it: take the fullest such clique.
+  int best = -1;
+  for (size_t c = 0; c < cliques.size(); ++c)
+    if (free_in[c].size() >= count && (best < 0 || free_in[c].size() < free_in[best].size())) best = static_cast<int>(c);
+  std::vector<int> out;
+  if (best >= 0) {
+    out.assign(free_in[best].begin(), free_in[best].begin() + count);
+    return out;
+  }
+  // Otherwise span the fewest cliques: the freest ones first.
+  std::vector<size_t> order(cliques.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return free_in[a].size() > free_in[b].size(); });
+  for (size_t c : order)
+    for (int g : free_in[c])
+      if (out.size() < count) out.push_back(g);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+Fragmentation measure_fragmentation(const Cluster& cluster, const ClusterState& state) {
+  Fragmentation f;
+  const auto& nodes = cluster.nodes();
+  std::map<std::string, std::pair<bool, uint32_t>> domains;  // idle?, free GPUs
+  for (size_t i = 0; i < nodes.size() && i < state.size(); ++i) {
+    if (nodes[i].gpus == 0 || !state[i].usable) continue;
+    const uint32_t free = state[i].free_gpus();
+    const bool idle = free == nodes[i].gpus;
+    f.free_gpus += free;
+    if (idle) {
+      f.free_gpus_on_idle_nodes += free;
+      ++f.idle_nodes;
+    }
+    if (!nodes[i].nvlink_domain.empty()) {
+      auto& d = domains.emplace(nodes[i].nvlink_domain, std::make_pair(true, 0u)).first->second;
+      d.first = d.first && idle;
+      d.second += free;
+    }
+  }
+  uint32_t free_in_idle_domains = 0;
+  for (const auto& [name, d] : domains)
+    if (d.first) {
+      ++f.idle_domains;
+      free_in_idle_domains += d.second;
+    }
+  if (f.free_gpus > 0) {
+    f.node_index = 1.0 - static_cast<double>(f.free_gpus_on_idle_nodes) / f.free_gpus;
+    f.domain_index = domains.empty() ? f.node_index : 1.0 - static_cast<double>(free_in_idle_domains) / f.free_gpus;
+  }
+  return f;
+}
+
+}  // namespace mlsched

@@ -1,0 +1,89 @@
+// Gang placement: which nodes a GPU job may use, in order of preference, so that
+// a gang lands in the smallest topology scope that fits, on one GPU type, packed
+// onto partly used nodes and domains so whole ones stay free for large jobs.
+// Slurm-free: the select plugin copies Slurm's tables into Cluster/ClusterState,
+// calls plan_placement(), and lets cons_tres allocate inside each candidate in turn.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/types.h"
+
+namespace mlsched {
+
+struct PlacementRequest {
+  GangShape gang;
+  std::vector<std::string> gpu_types;  // ordered preference; empty = any single type
+  Locality locality = Locality::any;
+  LocalityMode mode = LocalityMode::prefer;
+};
+
+struct PlacementPolicy {
+  // Gangs of at least this many nodes avoid nodes that failed recently while
+  // healthy nodes can hold them.
+  uint32_t large_gang_nodes = 2;
+  // Candidates kept per scope and type: enough for cons_tres to find one that also
+  // satisfies CPUs/memory, few enough to keep a scheduling pass cheap.
+  uint32_t max_candidates_per_scope = 8;
+};
+
+// One place the job could run now.
+struct PlacementCandidate {
+  std::string gpu_type;
+  Locality scope = Locality::any;   // the scope of `unit`
+  std::string unit;                 // "nvl1", "sw0", "gpu05", "cluster"
+  std::vector<size_t> nodes;        // best-fit choice inside the unit (indices into Cluster::nodes())
+  std::vector<size_t> unit_nodes;   // every eligible node of the unit, for a second try
+  uint32_t leftover_gpus = 0;       // free GPUs the unit keeps after placement (lower = tighter fit)
+  bool uses_flaky_nodes = false;
+};
+
+// Why nothing fits now, per GPU type: what the job needs vs what is free.
+struct PlacementShortfall {
+  std::string gpu_type;
+  uint32_t free_gpus = 0;            // free GPUs of this type on eligible nodes
+  uint32_t nodes_with_room = 0;      // eligible nodes that could take their share
+  std::string best_unit;             // the unit of the requested scope closest to fitting
+  uint32_t best_unit_free_gpus = 0;
+  uint32_t best_unit_nodes = 0;
+};
+
+struct PlacementPlan {
+  std::vector<PlacementCandidate> candidates;  // in order of preference
+  std::vector<PlacementShortfall> shortfalls;  // filled when `candidates` is empty
+  std::string reason;                          // one line for users when nothing fits
+};
+
+// `eligible[i]`: node i may be used at all (Slurm's bitmap for this job: partition,
+// state, features, exclusions). State is the free/busy GPUs now.
+PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& eligible,
+                             const PlacementRequest& request, const PlacementPolicy& policy = {});
+
+// The scopes a request may use, narrowest first: a strict request never goes wider
+// than asked; a prefer/any request widens up to the whole cluster.
+std::vector<Locality> scopes_to_try(const PlacementRequest& request);
+
+// GPU indices for `count` GPUs on one node, given its NVLink cliques and which GPUs
+// are free: inside one clique when possible (the fullest clique that still fits, so
+// whole cliques stay free), otherwise spanning the fewest cliques.
+// Returns an empty vector when fewer than `count` GPUs are free.
+std::vector<int> choose_gpus(const std::vector<std::vector<int>>& cliques, const std::vector<bool>& free,
+                             uint32_t count);
+
+// Fragmentation of free GPUs: the share of free GPUs that are not on fully free
+// nodes (0 = every free GPU sits on an idle node; 1 = no node is fully free), and the
+// same at NVLink-domain level.
+struct Fragmentation {
+  uint32_t free_gpus = 0;
+  uint32_t free_gpus_on_idle_nodes = 0;
+  uint32_t idle_nodes = 0;
+  uint32_t idle_domains = 0;
+  double node_index = 0.0;
+  double domain_index = 0.0;
+};
+Fragmentation measure_fragmentation(const Cluster& cluster, const ClusterState& state);
+
+}  // namespace mlsched

@@ -1,0 +1,251 @@
+#include <algorithm>
+
+#include "core/placement.h"
+#include "fixtures.h"
+#include "suites.h"
+
+using namespace mlsched;
+
+namespace {
+
+ClusterState idle_state(const Cluster& c) {
+  ClusterState s(c.nodes().size());
+  for (size_t i = 0; i < s.size(); ++i) s[i].gpu_busy.assign(c.nodes()[i].gpus, false);
+  return s;
+}
+
+void occupy(ClusterState& s, const Cluster& c, const std::string& node, uint32_t gpus) {
+  const size_t i = static_cast<size_t>(c.find_node(node) - c.nodes().data());
+  for (uint32_t g = 0; g < gpus && g < s[i].gpu_busy.size(); ++g) s[i].gpu_busy[g] = true;
+}
+
+std::vector<std::string> names(const Cluster& c, const std::vector<size_t>& idx) {
+  std::vector<std::string> out;
+  for (size_t i : idx) out.push_back(c.nodes()[i].name);
+  return out;
+}
+
+std::vector<bool> all_eligible(const Cluster& c) { return std::vector<bool>(c.nodes().size(), true); }
+
+PlacementRequest gang(uint32_t nodes, uint32_t per_node, std::vector<std::string> types, Locality l,
+                      LocalityMode m = LocalityMode::prefer) {
+  PlacementRequest r;
+  r.gang = GangShape{nodes, per_node, 0};
+  r.gpu_types = std::move(types);
+  r.locality = l;
+  r.mode = m;
+  return r;
+}
+
+}  // namespace
+
+START_TEST(domain_gang_skips_free_gpus_that_come_first) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle_state(c);
+  // gpu01 (nvl0) is idle and first in node order; the rest of nvl0 is busy.
+  for (auto n : {"gpu02", "gpu03", "gpu04", "gpu05", "gpu08"}) occupy(s, c, n, 8);
+  PlacementPlan p = plan_placement(c, s, all_eligible(c), gang(2, 8, {"h100"}, Locality::nvlink_domain));
+  ck_assert(!p.candidates.empty());
+  ck_assert_string_eq(p.candidates[0].unit, "nvl1");
+  auto chosen = names(c, p.candidates[0].nodes);
+  ck_assert_int_eq(chosen.size(), 2);
+  ck_assert_string_eq(chosen[0], "gpu06");
+  ck_assert_string_eq(chosen[1], "gpu07");
+}
+END_TEST
+
+START_TEST(strict_waits_with_numbers_prefer_spreads) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle_state(c);
+  // One idle h100 node per domain: 16 GPUs free, never 16 in one domain.
+  for (auto n : {"gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"}) occupy(s, c, n, 8);
+  PlacementPlan strict =
+      plan_placement(c, s, all_eligible(c), gang(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict));
+  ck_assert(strict.candidates.empty());
+  ck_assert_contains(strict.reason,
+                     "needs 16 h100 GPUs (2 nodes x 8) in one NVLink domain; free now: h100: 16 free on 2 nodes with "
+                     "room, at most 8 in one NVLink domain (nvl0)");
+  ck_assert_int_eq(strict.shortfalls.size(), 1);
+  ck_assert_int_eq(strict.shortfalls[0].free_gpus, 16);
+  PlacementPlan prefer = plan_placement(c, s, all_eligible(c), gang(2, 8, {"h100"}, Locality::nvlink_domain));
+  ck_assert(!prefer.candidates.empty());
+  ck_assert(prefer.candidates[0].scope == Locality::switch_scope);
+  ck_assert_string_eq(prefer.candidates[0].unit, "sw0");
+}
+END_TEST
+
+START_TEST(type_list_takes_second_type_when_first_is_full) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle_state(c);
+  for (int i = 1; i <= 8; ++i) occupy(s, c, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  PlacementPlan p = plan_placement(c, s, all_eligible(c), gang(2, 8, {"h100", "a100"}, Locality::nvlink_domain));
+  ck_assert(!p.candidates.empty());
+  ck_assert_string_eq(p.candidates[0].gpu_type, "a100");
+  // h100 has room again: it is first.
+  s = idle_state(c);
+  p = plan_placement(c, s, all_eligible(c), gang(2, 8, {"h100", "a100"}, Locality::nvlink_domain));
+  ck_assert_string_eq(p.candidates[0].gpu_type, "h100");
+  // Every candidate is one type, never a mix.
+  for (const auto& cand : p.candidates)
+    for (size_t i : cand.nodes) ck_assert_string_eq(c.nodes()[i].gpu_type, cand.gpu_type);
+}
+END_TEST
+
+START_TEST(small_jobs_pack_onto_partly_used_nodes) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle_state(c);
+  occupy(s, c, "gpu12", 6);  // 2 free in nvl2
+  PlacementPlan p = plan_placement(c, s, all_eligible(c), gang(1, 2, {}, Locality::any));
+  ck_assert_string_eq(names(c, p.candidates[0].nodes)[0], "gpu12");
+  // With two equally full nodes, the one in the fuller domain wins.
+  s = idle_state(c);
+  occupy(s, c, "gpu01", 4);
+  occupy(s, c, "gpu10", 4);
+  occupy(s, c, "gpu11", 8);
+  p = plan_placement(c, s, all_eligible(c), gang(1, 4, {}, Locality::any));
+  ck_assert_string_eq(names(c, p.candidates[0].nodes)[0], "gpu10");
+}
+END_TEST
+
+START_TEST(eligibility_and_node_state_are_respected) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle_state(c);
+  std::vector<bool> eligible = all_eligible(c);
+  for (int i = 5; i <= 8; ++i) eligible[i - 1] = false;  // gpu05-08 not in the job's partition
+  s[0].usable = false;                                   // gpu01 down
+  PlacementPlan p = plan_placement(c, s, eligible, gang(3, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict));
+  ck_assert(!p.candidates.empty());
+  ck_assert_string_eq(p.candidates[0].unit, "nvl0");
+  auto chosen = names(c, p.candidates[0].nodes);
+  ck_assert(std::find(chosen.begin(), chosen.end(), "gpu01") == chosen.end());
+  p = plan_placement(c, s, eligible, gang(4, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict));
+  ck_assert(p.candidates.empty());
+}
+END_TEST
+
+START_TEST(large_gangs_avoid_recently_failed_nodes) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle_state(c);
+  s[0].recent_failures = 2;  // gpu01, nvl0
+  PlacementPlan p = plan_placement(c, s, all_eligible(c), gang(4, 8, {"h100"}, Locality::nvlink_domain));
+  ck_assert_string_eq(p.candidates[0].unit, "nvl1");
+  ck_assert(!p.candidates[0].uses_flaky_nodes);
+  // No healthy domain left: the flaky one is still used rather than waiting.
+  for (int i = 5; i <= 8; ++i) occupy(s, c, "gpu0" + std::to_string(i), 8);
+  p = plan_placement(c, s, all_eligible(c), gang(4, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict));
+  ck_assert_string_eq(p.candidates[0].unit, "nvl0");
+  ck_assert(p.candidates[0].uses_flaky_nodes);
+}
+END_TEST
+
+START_TEST(scopes_never_widen_past_strict) {
+  auto s = scopes_to_try(gang(2, 8, {}, Locality::nvlink_domain, LocalityMode::strict));
+  ck_assert_int_eq(s.size(), 1);
+  ck_assert(s[0] == Locality::nvlink_domain);
+  s = scopes_to_try(gang(1, 8, {}, Locality::switch_scope, LocalityMode::strict));
+  ck_assert_int_eq(s.size(), 3);
+  s = scopes_to_try(gang(2, 8, {}, Locality::nvlink_domain, LocalityMode::prefer));
+  ck_assert_int_eq(s.size(), 3);
+  ck_assert(s.back() == Locality::any);
+}
+END_TEST
+
+START_TEST(gpus_inside_one_nvlink_clique) {
+  const std::vector<std::vector<int>> two_by_four = {{0, 1, 2, 3}, {4, 5, 6, 7}};
+  std::vector<bool> free(8, true);
+  auto g = choose_gpus(two_by_four, free, 4);
+  ck_assert_int_eq(g.size(), 4);
+  ck_assert_int_eq(g[0], 0);
+  ck_assert_int_eq(g[3], 3);
+  free[0] = free[1] = false;  // a 2-GPU job holds 0-1
+  g = choose_gpus(two_by_four, free, 4);
+  ck_assert_int_eq(g[0], 4);
+  ck_assert_int_eq(g[3], 7);
+  g = choose_gpus(two_by_four, free, 2);  // the partly used clique takes the small job
+  ck_assert_int_eq(g[0], 2);
+  ck_assert_int_eq(g[1], 3);
+  g = choose_gpus(two_by_four, std::vector<bool>(8, true), 6);  // spans the fewest cliques
+  ck_assert_int_eq(g.size(), 6);
+  ck_assert(choose_gpus(two_by_four, free, 7).empty());
+  ck_assert_int_eq(choose_gpus({}, std::vector<bool>(4, true), 2).size(), 2);
+}
+END_TEST
+
+START_TEST(packing_leaves_more_whole_nodes_than_first_fit) {
+  // A stream of 1-, 2-, 4- and 8-GPU jobs where every third job ends after a while:
+  // best fit (ours) against first fit in node order (a plain scheduler with equal
+  // node weights), on the same arrivals and departures.
+  Cluster c = fixture_cluster();
+  struct Sim {
+    ClusterState state;
+    std::vector<std::pair<size_t, std::vector<size_t>>> running;  // node, GPU indices
+  };
+  Sim ours{idle_state(c), {}}, first_fit{idle_state(c), {}};
+  auto take = [](Sim& sim, size_t node, uint32_t n) {
+    std::vector<size_t> gpus;
+    for (size_t g = 0; g < sim.state[node].gpu_busy.size() && gpus.size() < n; ++g)
+      if (!sim.state[node].gpu_busy[g]) sim.state[node].gpu_busy[g] = true, gpus.push_back(g);
+    sim.running.push_back({node, gpus});
+  };
+  auto finish = [](Sim& sim, size_t k) {
+    for (size_t g : sim.running[k].second) sim.state[sim.running[k].first].gpu_busy[g] = false;
+    sim.running[k].second.clear();
+  };
+  const uint32_t sizes[] = {1, 2, 4, 1, 8, 2, 1, 4, 2, 1, 1, 2, 4, 1, 2, 8, 1, 1, 2, 4,
+                            2, 1, 4, 1, 2, 2, 1, 8, 4, 1, 2, 1, 1, 4, 2, 1};
+  size_t arrivals = 0;
+  for (uint32_t n : sizes) {
+    PlacementPlan p = plan_placement(c, ours.state, all_eligible(c), gang(1, n, {}, Locality::any));
+    ck_assert(!p.candidates.empty());
+    take(ours, p.candidates[0].nodes[0], n);
+    for (size_t i = 0; i < c.nodes().size(); ++i)
+      if (first_fit.state[i].free_gpus() >= n) {
+        take(first_fit, i, n);
+        break;
+      }
+    ck_assert_int_eq(first_fit.running.size(), ours.running.size());
+    if (++arrivals % 3 == 0) {  // the job submitted three arrivals earlier ends
+      finish(ours, arrivals - 3);
+      finish(first_fit, arrivals - 3);
+    }
+  }
+  Fragmentation fo = measure_fragmentation(c, ours.state), ff = measure_fragmentation(c, first_fit.state);
+  ck_assert_int_eq(fo.free_gpus, ff.free_gpus);
+  ck_assert_msg(fo.idle_nodes > ff.idle_nodes, "best fit %u idle nodes, first fit %u", fo.idle_nodes, ff.idle_nodes);
+  ck_assert_msg(fo.node_index < ff.node_index, "best fit index %.3f, first fit %.3f", fo.node_index, ff.node_index);
+}
+END_TEST
+
+START_TEST(fragmentation_index) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle_state(c);
+  Fragmentation f = measure_fragmentation(c, s);
+  ck_assert_int_eq(f.free_gpus, 128);
+  ck_assert_int_eq(f.idle_nodes, 16);
+  ck_assert_int_eq(f.idle_domains, 4);
+  ck_assert(f.node_index == 0.0);
+  occupy(s, c, "gpu01", 4);  // 4 free GPUs now sit on a partly used node
+  f = measure_fragmentation(c, s);
+  ck_assert_int_eq(f.free_gpus, 124);
+  ck_assert_int_eq(f.idle_domains, 3);
+  ck_assert(f.node_index > 0.03 && f.node_index < 0.033);  // 4 / 124
+  ck_assert(f.domain_index > 0.22 && f.domain_index < 0.23);  // 28 / 124
+}
+END_TEST
+
+Suite* placement_suite() {
+  Suite* s = suite_create("placement");
+  TCase* tc = tcase_create("placement");
+  tcase_add_test(tc, domain_gang_skips_free_gpus_that_come_first);
+  tcase_add_test(tc, strict_waits_with_numbers_prefer_spreads);
+  tcase_add_test(tc, type_list_takes_second_type_when_first_is_full);
+  tcase_add_test(tc, small_jobs_pack_onto_partly_used_nodes);
+  tcase_add_test(tc, eligibility_and_node_state_are_respected);
+  tcase_add_test(tc, large_gangs_avoid_recently_failed_nodes);
+  tcase_add_test(tc, scopes_never_widen_past_strict);
+  tcase_add_test(tc, gpus_inside_one_nvlink_clique);
+  tcase_add_test(tc, packing_leaves_more_whole_nodes_than_first_fit);
+  tcase_add_test(tc, fragmentation_index);
+  suite_add_tcase(s, tc);
+  return s;
+}
