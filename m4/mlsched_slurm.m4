@@ -31,13 +31,14 @@ AC_DEFUN([MLSCHED_CHECK_SLURM], [
     [mlsched_multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
      mlsched_slurm_libdirs="/usr/lib/$mlsched_multiarch /usr/lib64 /usr/lib"],
     [mlsched_slurm_libdirs="$SLURM_PREFIX/lib $SLURM_PREFIX/lib64"])
-  SLURM_PLUGIN_DIR=; SLURMFULL_LIB=
+  SLURM_PLUGIN_DIR=; SLURMFULL_LIB=; SLURM_PUBLIC_LIB=
   for d in $mlsched_slurm_libdirs; do
     for p in "$d/slurm-wlm" "$d/slurm"; do
       AS_IF([test -z "$SLURM_PLUGIN_DIR" && test -f "$p/select_cons_tres.so"], [SLURM_PLUGIN_DIR="$p"])
       AS_IF([test -z "$SLURMFULL_LIB" && test -f "$p/libslurmfull.so"], [SLURMFULL_LIB="$p/libslurmfull.so"])
     done
     AS_IF([test -z "$SLURMFULL_LIB" && test -f "$d/libslurmfull.so"], [SLURMFULL_LIB="$d/libslurmfull.so"])
+    AS_IF([test -z "$SLURM_PUBLIC_LIB" && test -f "$d/libslurm.so"], [SLURM_PUBLIC_LIB="$d/libslurm.so"])
   done
   AS_IF([test -z "$SLURM_PLUGIN_DIR"],
     [AC_MSG_ERROR([Slurm's plugin directory (with select_cons_tres.so) not found. On Debian 12: apt-get install slurm-wlm-basic-plugins])])
@@ -69,7 +70,8 @@ AC_DEFUN([MLSCHED_CHECK_SLURM], [
   AS_IF([test "$mlsched_src_string" != "$SLURM_VERSION_STRING"],
     [AC_MSG_ERROR([Slurm version mismatch: installed Slurm is $SLURM_VERSION_STRING but the source in $SLURM_SOURCE_DIR is $mlsched_src_string. Plugins built against it would be refused by slurmctld; use the source of $SLURM_VERSION_STRING (scripts/slurm-source fetches it)])])
 
-  SLURM_INTERNAL_CPPFLAGS="-I$SLURM_SOURCE_DIR"
+  # -isystem: Slurm's own headers do not have to pass our warning flags.
+  SLURM_INTERNAL_CPPFLAGS="-isystem $SLURM_SOURCE_DIR"
   AC_SUBST([SLURM_PREFIX])
   AC_SUBST([SLURM_CPPFLAGS])
   AC_SUBST([SLURM_INTERNAL_CPPFLAGS])
@@ -79,4 +81,5 @@ AC_DEFUN([MLSCHED_CHECK_SLURM], [
   AC_SUBST([SLURM_VERSION_NUMBER])
   AC_SUBST([SLURM_VERSION_STRING])
   AC_SUBST([SLURMFULL_LIB])
+  AC_SUBST([SLURM_PUBLIC_LIB])
 ])

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 
@@ -72,9 +73,84 @@ std::vector<std::vector<int>> cliques_from_links(const std::vector<std::vector<i
   return out;
 }
 
+Cluster& Cluster::operator=(Cluster&& other) noexcept {
+  nodes_ = std::move(other.nodes_);
+  index_ = std::move(other.index_);
+  switches_ = std::move(other.switches_);
+  teams_ = std::move(other.teams_);
+  topology_ = std::move(other.topology_);
+  if (!topology_mutex_) topology_mutex_ = std::make_unique<std::mutex>();
+  return *this;
+}
+
+void Cluster::topology_changed() {
+  std::lock_guard<std::mutex> lock(*topology_mutex_);
+  topology_.reset();
+}
+
 void Cluster::add_node(GpuNode node) {
   index_[node.name] = nodes_.size();
   nodes_.push_back(std::move(node));
+  topology_changed();
+}
+
+std::shared_ptr<const std::vector<TopologyLevel>> Cluster::topology() const {
+  {
+    std::lock_guard<std::mutex> lock(*topology_mutex_);
+    if (!topology_) {
+      auto built = std::make_shared<std::vector<TopologyLevel>>();
+      // Units keyed by name, in name order so results do not depend on node order.
+      auto group = [&](Locality l, auto key_of) {
+        std::map<std::string, std::vector<size_t>> by_name;
+        for (size_t i = 0; i < nodes_.size(); ++i) {
+          const std::string key = key_of(nodes_[i]);
+          if (!key.empty()) by_name[key].push_back(i);
+        }
+        TopologyLevel level;
+        level.scope = l;
+        for (auto& [name, members] : by_name) level.units.push_back({name, -1, std::move(members)});
+        return level;
+      };
+      built->push_back(group(Locality::node, [](const GpuNode& n) { return n.name; }));
+      built->push_back(group(Locality::nvlink_domain, [](const GpuNode& n) { return n.nvlink_domain; }));
+      int max_level = -1;
+      for (const auto& s : switches_) max_level = std::max(max_level, s.level);
+      for (int lvl = 0; lvl <= max_level; ++lvl) {
+        TopologyLevel level;
+        level.scope = Locality::switch_scope;
+        for (const auto& s : switches_) {
+          if (s.level != lvl) continue;
+          TopologyUnit u;
+          u.name = s.name;
+          for (const auto& n : s.nodes) {
+            auto it = index_.find(n);
+            if (it != index_.end()) u.members.push_back(it->second);
+          }
+          std::sort(u.members.begin(), u.members.end());
+          if (!u.members.empty()) level.units.push_back(std::move(u));
+        }
+        // A single switch spanning everything adds nothing over the whole cluster.
+        if (!level.units.empty() && !(level.units.size() == 1 && level.units[0].members.size() == nodes_.size()))
+          built->push_back(std::move(level));
+      }
+      TopologyLevel all;
+      all.scope = Locality::any;
+      TopologyUnit everything{"cluster", -1, {}};
+      everything.members.resize(nodes_.size());
+      std::iota(everything.members.begin(), everything.members.end(), 0);
+      all.units.push_back(std::move(everything));
+      built->push_back(std::move(all));
+      // Context of each unit: the unit of the next level that holds its first node.
+      for (size_t l = 0; l + 1 < built->size(); ++l) {
+        std::vector<int> owner(nodes_.size(), -1);
+        for (size_t u = 0; u < (*built)[l + 1].units.size(); ++u)
+          for (size_t i : (*built)[l + 1].units[u].members) owner[i] = static_cast<int>(u);
+        for (auto& unit : (*built)[l].units) unit.context = unit.members.empty() ? -1 : owner[unit.members[0]];
+      }
+      topology_ = built;
+    }
+    return topology_;
+  }
 }
 
 const GpuNode* Cluster::find_node(std::string_view name) const {
@@ -94,6 +170,7 @@ std::vector<std::string> Cluster::apply_nvlink_domains(const std::vector<NvlinkD
       nodes_[it->second].nvlink_domain = d.name;
     }
   }
+  topology_changed();
   return problems;
 }
 
@@ -106,6 +183,7 @@ void Cluster::set_switches(std::vector<SwitchSpec> switches) {
       if (it != index_.end()) nodes_[it->second].leaf_switch = s.name;
     }
   }
+  topology_changed();
 }
 
 std::vector<std::string> Cluster::gpu_types() const {

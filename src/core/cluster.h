@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -86,8 +88,25 @@ struct ScopeFit {
   uint32_t unit_nodes = 0; // nodes of the requested type in that unit
 };
 
+// The cluster's topology grouped for placement: for each scope (and each switch
+// level), its units and their member nodes. Derived from the nodes, domains and
+// switches, so it is built once and reused by every placement decision.
+struct TopologyUnit {
+  std::string name;
+  int context = -1;              // index of the enclosing unit one scope wider, for tie-breaks
+  std::vector<size_t> members;   // indices into Cluster::nodes()
+};
+struct TopologyLevel {
+  Locality scope = Locality::any;
+  std::vector<TopologyUnit> units;
+};
+
 class Cluster {
  public:
+  Cluster() = default;
+  Cluster(Cluster&& other) noexcept { *this = std::move(other); }
+  Cluster& operator=(Cluster&& other) noexcept;
+
   void add_node(GpuNode node);
   // Assigns nodes to NVLink domains. Returns problems (unknown node names).
   std::vector<std::string> apply_nvlink_domains(const std::vector<NvlinkDomainSpec>& domains);
@@ -111,11 +130,20 @@ class Cluster {
   // Best single unit of `scope` for a gang of one GPU type.
   ScopeFit best_fit(Locality scope, std::string_view gpu_type, const GangShape& gang) const;
 
+  // Every topology level, narrowest first: nodes, NVLink domains, each switch level,
+  // the whole cluster. Built on first use after a change; safe to call from several
+  // threads; the result stays valid after later changes.
+  std::shared_ptr<const std::vector<TopologyLevel>> topology() const;
+
  private:
+  void topology_changed();
+
   std::vector<GpuNode> nodes_;
   std::map<std::string, size_t, std::less<>> index_;
   std::vector<SwitchSpec> switches_;
   std::vector<Team> teams_;
+  mutable std::unique_ptr<std::mutex> topology_mutex_ = std::make_unique<std::mutex>();
+  mutable std::shared_ptr<const std::vector<TopologyLevel>> topology_;
 };
 
 }  // namespace mlsched

@@ -16,71 +16,6 @@ namespace mlsched {
 
 namespace {
 
-struct Unit {
-  std::string name;
-  std::string context;           // the next wider unit, for tie-breaking
-  std::vector<size_t> members;   // nodes of the unit (any state)
-};
-
-// Groups the cluster's nodes into the units of one scope. Switch scopes come one
-// level at a time, narrowest first.
-std::vector<std::vector<Unit>> units_for_scope(const Cluster& cluster, Locality scope) {
-  const auto& nodes = cluster.nodes();
-  std::vector<std::vector<Unit>> levels;
-  auto group_by = [&](auto key_of, auto context_of) {
-    std::map<std::string, Unit> by_name;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      const std::string key = key_of(nodes[i]);
-      if (key.empty()) continue;
-      Unit& u = by_name[key];
-      u.name = key;
-      u.context = context_of(nodes[i]);
-      u.members.push_back(i);
-    }
-    std::vector<Unit> out;
-    for (auto& [name, u] : by_name) out.push_back(std::move(u));
-    return out;
-  };
-  switch (scope) {
-    case Locality::node:
-      levels.push_back(group_by([](const GpuNode& n) { return n.name; },
-                                [](const GpuNode& n) { return n.nvlink_domain.empty() ? n.leaf_switch : n.nvlink_domain; }));
-      break;
-    case Locality::nvlink_domain:
-      levels.push_back(group_by([](const GpuNode& n) { return n.nvlink_domain; },
-                                [](const GpuNode& n) { return n.leaf_switch; }));
-      break;
-    case Locality::switch_scope: {
-      int max_level = -1;
-      for (const auto& s : cluster.switches()) max_level = std::max(max_level, s.level);
-      for (int level = 0; level <= max_level; ++level) {
-        std::vector<Unit> units;
-        for (const auto& s : cluster.switches()) {
-          if (s.level != level) continue;
-          Unit u;
-          u.name = s.name;
-          for (const auto& n : s.nodes)
-            if (const GpuNode* node = cluster.find_node(n)) u.members.push_back(static_cast<size_t>(node - nodes.data()));
-          if (!u.members.empty()) units.push_back(std::move(u));
-        }
-        // A single switch spanning everything adds nothing over "any".
-        if (!units.empty() && !(units.size() == 1 && units[0].members.size() == nodes.size()))
-          levels.push_back(std::move(units));
-      }
-      break;
-    }
-    case Locality::any: {
-      Unit all;
-      all.name = "cluster";
-      all.members.resize(nodes.size());
-      std::iota(all.members.begin(), all.members.end(), 0);
-      levels.push_back({all});
-      break;
-    }
-  }
-  return levels;
-}
-
 struct Fit {
   bool ok = false;
   std::vector<size_t> chosen;
@@ -92,7 +27,7 @@ struct Fit {
 
 // Best-fit choice of nodes inside one unit, or why it does not fit.
 Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& eligible,
-             const Unit& unit, const std::string& type, const GangShape& gang, bool allow_flaky) {
+             const TopologyUnit& unit, const std::string& type, const GangShape& gang, bool allow_flaky) {
   const auto& nodes = cluster.nodes();
   Fit fit;
   std::vector<size_t> room;
@@ -183,16 +118,27 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
 
   const bool large = request.gang.nodes >= policy.large_gang_nodes;
   const std::vector<Locality> scopes = scopes_to_try(request);
+  const auto levels = cluster.topology();
   for (const auto& group : type_groups) {
     for (Locality scope : scopes) {
-      for (const auto& units : units_for_scope(cluster, scope)) {
-        // Free GPUs per context unit, so ties go to the fuller domain/switch.
-        std::map<std::string, uint32_t> context_free;
-        for (const auto& u : units)
-          for (size_t i : u.members) context_free[u.context] += state[i].free_gpus();
+      for (size_t l = 0; l < levels->size(); ++l) {
+        const TopologyLevel& level = (*levels)[l];
+        if (level.scope != scope) continue;
+        // Free GPUs of each enclosing unit, so ties go to the fuller domain/switch.
+        std::vector<uint32_t> context_free;
+        if (l + 1 < levels->size()) {
+          for (const auto& outer : (*levels)[l + 1].units) {
+            uint32_t free = 0;
+            for (size_t i : outer.members) free += state[i].free_gpus();
+            context_free.push_back(free);
+          }
+        }
+        auto context_of = [&](const TopologyUnit& u) {
+          return u.context >= 0 && static_cast<size_t>(u.context) < context_free.size() ? context_free[u.context] : 0u;
+        };
         std::vector<std::tuple<bool, uint32_t, uint32_t, std::string, PlacementCandidate>> found;
         for (const auto& type : group) {
-          for (const auto& u : units) {
+          for (const auto& u : level.units) {
             // Large gangs first try without nodes that failed recently.
             Fit fit = fit_unit(cluster, state, eligible, u, type, request.gang, !large);
             if (!fit.ok && large) fit = fit_unit(cluster, state, eligible, u, type, request.gang, true);
@@ -205,7 +151,7 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
             c.unit_nodes = fit.eligible;
             c.leftover_gpus = fit.unit_free - std::min(fit.unit_free, gang_gpus(request.gang));
             c.uses_flaky_nodes = fit.flaky;
-            found.emplace_back(c.uses_flaky_nodes, c.leftover_gpus, context_free[u.context], u.name, std::move(c));
+            found.emplace_back(c.uses_flaky_nodes, c.leftover_gpus, context_of(u), u.name, std::move(c));
           }
         }
         std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
@@ -233,8 +179,9 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
         const uint32_t need = request.gang.gpus_per_node > 0 ? request.gang.gpus_per_node : 1;
         if (free >= need) ++s.nodes_with_room;
       }
-      for (const auto& units : units_for_scope(cluster, asked)) {
-        for (const auto& u : units) {
+      for (const auto& level : *levels) {
+        if (level.scope != asked) continue;
+        for (const auto& u : level.units) {
           Fit fit = fit_unit(cluster, state, eligible, u, type, request.gang, true);
           if (fit.unit_free > s.best_unit_free_gpus || s.best_unit.empty()) {
             s.best_unit = u.name;

@@ -30,16 +30,17 @@ class Result:
 
 
 class Cluster:
-    """Runs Slurm commands against the test cluster, as root or as a test user."""
+    """Runs Slurm commands against a test cluster, as root or as a test user."""
 
-    def __init__(self):
-        self.env = dict(os.environ, SLURM_CONF=str(SLURM_CONF))
-        self.dir = CLUSTER_DIR
+    def __init__(self, directory=CLUSTER_DIR):
+        self.dir = Path(directory)
+        self.conf = self.dir / "etc" / "slurm.conf"
+        self.env = dict(os.environ, SLURM_CONF=str(self.conf))
 
     def run(self, args, user=None, stdin=None, timeout=60):
         cmd = list(args)
         if user:
-            cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={SLURM_CONF}"] + cmd
+            cmd = ["runuser", "-u", user, "--", "env", f"SLURM_CONF={self.conf}"] + cmd
         proc = subprocess.run(cmd, input=stdin, capture_output=True, text=True, env=self.env, timeout=timeout)
         return Result(proc)
 
@@ -100,3 +101,18 @@ def cluster():
     if "JobSubmitPlugins=mlsched" not in conf.replace(" ", ""):
         pytest.fail("the test cluster runs without job_submit/mlsched (scripts/cluster up --plugins mlsched)")
     return c
+
+
+@pytest.fixture(scope="session")
+def stock_cluster():
+    """A second cluster of the same shape running stock Slurm (cons_tres, multifactor),
+    for tests that show what mlsched changes. Started on demand, removed afterwards."""
+    directory = os.environ.get("MLSCHED_STOCK_CLUSTER_DIR", "/tmp/mlsched-stock")
+    port_base = os.environ.get("MLSCHED_STOCK_PORT_BASE", "20800")
+    up = subprocess.run([str(REPO / "scripts" / "cluster"), "up", "--plugins", "stock", "--dir", directory,
+                         "--port-base", port_base], capture_output=True, text=True, timeout=300)
+    if up.returncode != 0:
+        pytest.fail(f"the stock comparison cluster did not start:\n{up.stderr}")
+    yield Cluster(directory)
+    subprocess.run([str(REPO / "scripts" / "cluster"), "down", "--purge", "--dir", directory],
+                   capture_output=True, text=True, timeout=300)

@@ -5,6 +5,7 @@ tests_plugins_test_plugin_load_CXXFLAGS = $(AM_CXXFLAGS) $(CHECK_CFLAGS)
 tests_plugins_test_plugin_load_LDADD = $(CHECK_LIBS) -ldl
 tests_plugins_test_plugin_load_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DSLURMFULL_LIB='"$(SLURMFULL_LIB)"' \
+	-DSLURM_PUBLIC_LIB='"$(SLURM_PUBLIC_LIB)"' \
 	-DEXPECTED_SLURM_VERSION=$(SLURM_VERSION_NUMBER) \
 	-DPLUGIN_BUILD_DIR='"$(abs_top_builddir)/src/plugins"'
 

@@ -23,6 +23,21 @@ struct PluginSpec {
 // here when mlsched builds a plugin of that type.
 const PluginSpec kPlugins[] = {
     {"job_submit", {"job_submit", "job_modify"}},
+    {"priority", {"priority_p_set", "priority_p_reconfig", "priority_p_set_assoc_usage", "priority_p_calc_fs_factor",
+                  "priority_p_get_priority_factors_list", "priority_p_job_end"}},
+    // node_select_syms[] of src/plugins/select/other/other_select.c
+    {"select",
+     {"plugin_id", "select_p_state_save", "select_p_state_restore", "select_p_job_init", "select_p_node_init",
+      "select_p_job_test", "select_p_job_begin", "select_p_job_ready", "select_p_job_expand", "select_p_job_resized",
+      "select_p_job_signal", "select_p_job_fini", "select_p_job_suspend", "select_p_job_resume",
+      "select_p_step_pick_nodes", "select_p_step_start", "select_p_step_finish", "select_p_select_nodeinfo_pack",
+      "select_p_select_nodeinfo_unpack", "select_p_select_nodeinfo_alloc", "select_p_select_nodeinfo_free",
+      "select_p_select_nodeinfo_set_all", "select_p_select_nodeinfo_set", "select_p_select_nodeinfo_get",
+      "select_p_select_jobinfo_alloc", "select_p_select_jobinfo_free", "select_p_select_jobinfo_set",
+      "select_p_select_jobinfo_get", "select_p_select_jobinfo_copy", "select_p_select_jobinfo_pack",
+      "select_p_select_jobinfo_unpack", "select_p_select_jobinfo_sprint", "select_p_select_jobinfo_xstrdup",
+      "select_p_get_info_from_plugin", "select_p_update_node_config", "select_p_reconfigure",
+      "select_p_resv_test"}},
 };
 
 std::string plugin_path(const char* type) {
@@ -65,10 +80,27 @@ START_TEST(plugin_resolves_loader_symbols) {
 }
 END_TEST
 
+// Select plugins are loaded by every program using the public libslurm (it loads
+// all select plugins in PluginDir), priority plugins by sprio/sshare: such a
+// program has none of slurmctld's tables, so the plugin must load without them.
+START_TEST(plugin_loads_in_a_client) {
+  const PluginSpec& spec = kPlugins[_i];
+  if (std::string(spec.type) == "job_submit") return;  // loaded by slurmctld only
+  void* lib = dlopen(SLURM_PUBLIC_LIB, RTLD_NOW | RTLD_GLOBAL);
+  ck_assert_msg(lib != nullptr, "cannot load %s: %s", SLURM_PUBLIC_LIB, dlerror());
+  const std::string path = plugin_path(spec.type);
+  void* h = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  ck_assert_msg(h != nullptr, "a client linked to %s cannot load %s: %s", SLURM_PUBLIC_LIB, path.c_str(), dlerror());
+  dlclose(h);
+}
+END_TEST
+
 int main() {
   Suite* s = suite_create("plugin_load");
   TCase* tc = tcase_create("dlopen");
-  tcase_add_loop_test(tc, plugin_resolves_loader_symbols, 0, static_cast<int>(sizeof(kPlugins) / sizeof(kPlugins[0])));
+  const int plugins = static_cast<int>(sizeof(kPlugins) / sizeof(kPlugins[0]));
+  tcase_add_loop_test(tc, plugin_resolves_loader_symbols, 0, plugins);
+  tcase_add_loop_test(tc, plugin_loads_in_a_client, 0, plugins);
   suite_add_tcase(s, tc);
   SRunner* r = srunner_create(s);
   srunner_run_all(r, CK_NORMAL);

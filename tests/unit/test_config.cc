@@ -91,6 +91,19 @@ START_TEST(bad_values_are_rejected) {
 }
 END_TEST
 
+START_TEST(placement_keys) {
+  auto r = parse_config("NodeFailureWindow=2h LargeGangNodes=4\n", "mlsched.conf");
+  ck_assert_msg(r.config.has_value(), "%s", all_errors(r).c_str());
+  ck_assert_int_eq(r.config->node_failure_window, 7200);
+  ck_assert_int_eq(r.config->large_gang_nodes, 4);
+  ck_assert_int_eq(parse_config("", "m").config->node_failure_window, 3600);
+  r = parse_config("NodeFailureWindow=often\n", "mlsched.conf");
+  ck_assert_contains(all_errors(r), "NodeFailureWindow=often is not a duration");
+  r = parse_config("LargeGangNodes=big\n", "mlsched.conf");
+  ck_assert_contains(all_errors(r), "LargeGangNodes=big is not a whole number");
+}
+END_TEST
+
 START_TEST(missing_file_is_an_error) {
   auto r = load_config_file("/nonexistent/mlsched.conf");
   ck_assert(!r.config.has_value());
@@ -105,6 +118,7 @@ Suite* config_suite() {
   tcase_add_test(tc, full_file_is_typed);
   tcase_add_test(tc, unknown_keys_are_rejected_with_line);
   tcase_add_test(tc, bad_values_are_rejected);
+  tcase_add_test(tc, placement_keys);
   tcase_add_test(tc, missing_file_is_an_error);
   suite_add_tcase(s, tc);
   return s;

@@ -4,16 +4,40 @@
 #include <stdexcept>
 
 #include "core/text.h"
+#include "plugins/common/ctld.h"
 #include "plugins/common/slurm_headers.h"
 
 namespace mlsched::plugin {
 
 namespace {
 
-std::shared_ptr<const Cluster> build(const Config& config, const char* log_prefix) {
-  auto cluster = std::make_shared<Cluster>();
-  node_record_t* node_ptr;
-  for (int i = 0; (node_ptr = next_node(&i)); i++) {
+// NVLink cliques of a node from the Links= matrix slurmd reported for its GPUs.
+std::vector<std::vector<int>> gpu_cliques(node_record_t* node_ptr) {
+  if (!node_ptr->gres_list) return {};
+  std::vector<std::vector<int>> cliques;
+  ListIterator it = list_iterator_create(node_ptr->gres_list);
+  gres_state_t* gres_state;
+  while ((gres_state = static_cast<gres_state_t*>(list_next(it)))) {
+    if (!gres_state->gres_name || std::string(gres_state->gres_name) != "gpu") continue;
+    auto* ns = static_cast<gres_node_state_t*>(gres_state->gres_data);
+    if (!ns || !ns->links_cnt || ns->link_len <= 0) continue;
+    std::vector<std::vector<int>> links(ns->link_len, std::vector<int>(ns->link_len, 0));
+    for (int a = 0; a < ns->link_len; a++)
+      for (int b = 0; b < ns->link_len; b++) links[a][b] = ns->links_cnt[a] ? ns->links_cnt[a][b] : 0;
+    cliques = cliques_from_links(links);
+  }
+  list_iterator_destroy(it);
+  return cliques;
+}
+
+std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_prefix) {
+  auto model = std::make_shared<ClusterModel>();
+  Cluster* cluster = &model->cluster;
+  node_record_t** table = ctld::node_table();
+  const int count = ctld::node_count();
+  for (int i = 0; table && i < count; i++) {
+    node_record_t* node_ptr = table[i];
+    if (!node_ptr) continue;
     GpuNode node;
     node.name = node_ptr->name;
     if (node_ptr->features) node.features = split(node_ptr->features, ',');
@@ -28,39 +52,42 @@ std::shared_ptr<const Cluster> build(const Config& config, const char* log_prefi
     } catch (const std::invalid_argument& e) {
       error("%s: node %s: %s", log_prefix, node_ptr->name, e.what());
     }
+    node.nvlink_cliques = gpu_cliques(node_ptr);
+    model->slurm_index.push_back(node_ptr->index);
     cluster->add_node(std::move(node));
   }
   for (const auto& problem : cluster->apply_nvlink_domains(config.nvlink_domains))
     error("%s: %s", log_prefix, problem.c_str());
   std::vector<SwitchSpec> switches;
-  for (int i = 0; i < switch_record_cnt; i++) {
-    const switch_record_t& sw = switch_record_table[i];
+  switch_record_t* switches_table = ctld::switch_table();
+  for (int i = 0; switches_table && i < ctld::switch_count(); i++) {
+    const switch_record_t& sw = switches_table[i];
     SwitchSpec spec;
     spec.name = sw.name ? sw.name : "";
     spec.level = sw.level;
     // node_bitmap covers every node below the switch (nodes= lists only direct ones).
     if (sw.node_bitmap) {
-      for (int n = 0; n < node_record_count; n++)
-        if (bit_test(sw.node_bitmap, n) && node_record_table_ptr[n])
-          spec.nodes.push_back(node_record_table_ptr[n]->name);
+      for (int n = 0; table && n < count && n < bit_size(sw.node_bitmap); n++)
+        if (bit_test(sw.node_bitmap, n) && table[n]) spec.nodes.push_back(table[n]->name);
     }
     switches.push_back(std::move(spec));
   }
   cluster->set_switches(std::move(switches));
-  return cluster;
+  return model;
 }
 
 }  // namespace
 
-std::shared_ptr<const Cluster> ClusterSnapshot::get(const Config& config, unsigned config_generation,
+std::shared_ptr<const ClusterModel> ClusterSnapshot::get(const Config& config, unsigned config_generation,
                                                     const char* log_prefix) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!cluster_ || node_update_ != static_cast<long long>(last_node_update) ||
-      config_generation_ != config_generation || switch_count_ != switch_record_cnt) {
+  const long long node_update = static_cast<long long>(ctld::last_node_update());
+  if (!cluster_ || node_update_ != node_update || config_generation_ != config_generation ||
+      switch_count_ != ctld::switch_count()) {
     cluster_ = build(config, log_prefix);
-    node_update_ = static_cast<long long>(last_node_update);
+    node_update_ = node_update;
     config_generation_ = config_generation;
-    switch_count_ = switch_record_cnt;
+    switch_count_ = ctld::switch_count();
   }
   return cluster_;
 }

@@ -4,20 +4,28 @@
 
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/cluster.h"
 #include "core/config.h"
 
 namespace mlsched::plugin {
 
+// The static model plus, for each of its nodes, the index of that node in
+// slurmctld's node_record_table_ptr (which may have holes).
+struct ClusterModel {
+  Cluster cluster;
+  std::vector<uint32_t> slurm_index;
+};
+
 class ClusterSnapshot {
  public:
   // Rebuilt only when Slurm's node table or the configuration changed.
-  std::shared_ptr<const Cluster> get(const Config& config, unsigned config_generation, const char* log_prefix);
+  std::shared_ptr<const ClusterModel> get(const Config& config, unsigned config_generation, const char* log_prefix);
 
  private:
   std::mutex mutex_;
-  std::shared_ptr<const Cluster> cluster_;
+  std::shared_ptr<const ClusterModel> cluster_;
   long long node_update_ = -1;
   unsigned config_generation_ = 0;
   int switch_count_ = -1;

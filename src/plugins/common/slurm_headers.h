@@ -15,6 +15,9 @@ extern "C" {
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/common/bitstring.h"
+#include "src/common/gres.h"
+#include "src/common/list.h"
+#include "src/common/select.h"
 #include "src/slurmctld/slurmctld.h"
 }
 

@@ -1,0 +1,522 @@
+// select/mlsched: topology-aware GPU gang placement layered on select/cons_tres.
+// Every select_p_* call is forwarded to cons_tres (loaded as an inner plugin, the
+// way select/other wraps linear or cons_tres for Cray). job_test first lets the core
+// choose *where* a GPU job may run (one GPU type, the smallest topology unit that
+// fits, best fit) and hands cons_tres the narrowed node set; after a successful
+// run-now it moves the job's GPUs onto one NVLink clique per node where possible.
+#include <algorithm>
+#include <ctime>
+#include <deque>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "core/directives.h"
+#include "core/placement.h"
+#include "core/submit.h"
+#include "plugins/common/cluster_snapshot.h"
+#include "plugins/common/config_store.h"
+#include "plugins/common/ctld.h"
+#include "plugins/common/slurm_headers.h"
+
+
+MLSCHED_EXPORT const char plugin_name[] = "mlsched select plugin: topology-aware GPU gang placement over cons_tres";
+MLSCHED_EXPORT const char plugin_type[] = "select/mlsched";
+// Unique among the select plugins in PluginDir (all of them are loaded) and >= 100.
+MLSCHED_EXPORT const uint32_t plugin_id = 190;
+MLSCHED_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+namespace {
+
+constexpr const char* kLog = "select/mlsched";
+constexpr const char* kReasonPrefix = "mlsched: ";
+
+// Names must follow slurm_select_ops_t's member order (src/common/select.h).
+const char* kInnerSyms[] = {
+    "plugin_id",
+    "select_p_state_save",
+    "select_p_state_restore",
+    "select_p_job_init",
+    "select_p_node_init",
+    "select_p_job_test",
+    "select_p_job_begin",
+    "select_p_job_ready",
+    "select_p_job_expand",
+    "select_p_job_resized",
+    "select_p_job_signal",
+    "select_p_job_fini",
+    "select_p_job_suspend",
+    "select_p_job_resume",
+    "select_p_step_pick_nodes",
+    "select_p_step_start",
+    "select_p_step_finish",
+    "select_p_select_nodeinfo_pack",
+    "select_p_select_nodeinfo_unpack",
+    "select_p_select_nodeinfo_alloc",
+    "select_p_select_nodeinfo_free",
+    "select_p_select_nodeinfo_set_all",
+    "select_p_select_nodeinfo_set",
+    "select_p_select_nodeinfo_get",
+    "select_p_select_jobinfo_alloc",
+    "select_p_select_jobinfo_free",
+    "select_p_select_jobinfo_set",
+    "select_p_select_jobinfo_get",
+    "select_p_select_jobinfo_copy",
+    "select_p_select_jobinfo_pack",
+    "select_p_select_jobinfo_unpack",
+    "select_p_select_jobinfo_sprint",
+    "select_p_select_jobinfo_xstrdup",
+    "select_p_get_info_from_plugin",
+    "select_p_update_node_config",
+    "select_p_reconfigure",
+    "select_p_resv_test",
+};
+// If Slurm's ops table gains or loses a member, this stops the build instead of
+// calling through a shifted table inside slurmctld.
+static_assert(sizeof(kInnerSyms) / sizeof(kInnerSyms[0]) == sizeof(slurm_select_ops_t) / sizeof(void*),
+              "kInnerSyms must list every member of slurm_select_ops_t");
+
+slurm_select_ops_t inner;
+plugin_context_t* inner_context = nullptr;
+
+mlsched::plugin::ConfigStore g_config;
+mlsched::plugin::ClusterSnapshot g_cluster;
+
+// Jobs that ended because a node failed, per node, for failure-aware placement.
+// Only touched under slurmctld's job write lock, plus this mutex for safety.
+std::mutex g_failures_mutex;
+std::map<uint32_t, std::deque<time_t>> g_node_failures;
+
+std::string str(const char* s) { return s ? std::string(s) : std::string(); }
+
+// What the core needs to know about the job: its gang and its directives.
+bool gpu_request(job_record_t* job_ptr, uint32_t min_nodes, mlsched::PlacementRequest& req) {
+  mlsched::JobRequest jr;
+  jr.tres_per_node = str(job_ptr->tres_per_node);
+  jr.tres_per_job = str(job_ptr->tres_per_job);
+  jr.tres_per_task = str(job_ptr->tres_per_task);
+  const mlsched::GpuRequest gpus = mlsched::read_gpu_request(jr);
+  req.gang.nodes = std::max<uint32_t>(1, min_nodes);
+  if (gpus.per_node) req.gang.gpus_per_node = gpus.per_node;
+  else if (gpus.per_job) req.gang.total_gpus = gpus.per_job;
+  else return false;  // per-task/socket GPU jobs are left to cons_tres as they are
+  if (auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment))) {
+    req.gpu_types = d->gpu_types;
+    req.locality = d->locality;
+    req.mode = d->locality_mode;
+  } else {
+    req.gpu_types = gpus.types;
+  }
+  return true;
+}
+
+// Free/busy GPUs and node health now, in the model's node order.
+mlsched::ClusterState current_state(const mlsched::plugin::ClusterModel& model, const mlsched::Config& config) {
+  const time_t now = time(nullptr);
+  mlsched::ClusterState state(model.cluster.nodes().size());
+  node_record_t** table = mlsched::plugin::ctld::node_table();
+  std::lock_guard<std::mutex> lock(g_failures_mutex);
+  for (size_t k = 0; k < state.size(); ++k) {
+    node_record_t* node_ptr = table ? table[model.slurm_index[k]] : nullptr;
+    const uint32_t gpus = model.cluster.nodes()[k].gpus;
+    state[k].gpu_busy.assign(gpus, false);
+    if (!node_ptr) {
+      state[k].usable = false;
+      continue;
+    }
+    state[k].usable = !(IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) || IS_NODE_FAIL(node_ptr) ||
+                        IS_NODE_NO_RESPOND(node_ptr));
+    if (node_ptr->gres_list) {
+      ListIterator it = list_iterator_create(node_ptr->gres_list);
+      gres_state_t* gres_state;
+      while ((gres_state = static_cast<gres_state_t*>(list_next(it)))) {
+        if (str(gres_state->gres_name) != "gpu") continue;
+        auto* ns = static_cast<gres_node_state_t*>(gres_state->gres_data);
+        if (!ns) continue;
+        if (ns->gres_bit_alloc) {
+          const int64_t bits = bit_size(ns->gres_bit_alloc);
+          for (int64_t g = 0; g < bits && g < static_cast<int64_t>(gpus); g++)
+            state[k].gpu_busy[g] = bit_test(ns->gres_bit_alloc, g);
+        } else {
+          for (uint64_t g = 0; g < ns->gres_cnt_alloc && g < gpus; g++) state[k].gpu_busy[g] = true;
+        }
+      }
+      list_iterator_destroy(it);
+    }
+    auto f = g_node_failures.find(model.slurm_index[k]);
+    if (f != g_node_failures.end()) {
+      while (!f->second.empty() && now - f->second.front() > static_cast<time_t>(config.node_failure_window))
+        f->second.pop_front();
+      state[k].recent_failures = static_cast<uint32_t>(f->second.size());
+    }
+  }
+  return state;
+}
+
+bitstr_t* bitmap_of(const mlsched::plugin::ClusterModel& model, const std::vector<size_t>& nodes, bitstr_t* within) {
+  bitstr_t* b = bit_alloc(bit_size(within));
+  for (size_t k : nodes) bit_set(b, model.slurm_index[k]);
+  bit_and(b, within);
+  return b;
+}
+
+// Tells users (scontrol show job, `mlsched why`) why the job could not be placed.
+// Only mlsched's own note is ever replaced; an admin's system comment stays.
+void set_reason(job_record_t* job_ptr, const std::string& reason) {
+  const std::string current = str(job_ptr->system_comment);
+  if (!current.empty() && current.rfind(kReasonPrefix, 0) != 0) return;
+  const std::string wanted = reason.empty() ? "" : kReasonPrefix + reason;
+  if (current == wanted) return;
+  xfree(job_ptr->system_comment);
+  if (!wanted.empty()) job_ptr->system_comment = xstrdup(wanted.c_str());
+}
+
+// After cons_tres picked GPUs on each node, move them onto one NVLink clique where
+// the node's free GPUs allow it. Counts per node do not change.
+void align_gpus_to_cliques(job_record_t* job_ptr, bitstr_t* selected, const mlsched::plugin::ClusterModel& model,
+                           const mlsched::ClusterState& state) {
+  if (!job_ptr->gres_list_req) return;
+  std::map<uint32_t, size_t> model_of;  // slurm index -> model index
+  for (size_t k = 0; k < model.slurm_index.size(); ++k) model_of[model.slurm_index[k]] = k;
+  ListIterator it = list_iterator_create(job_ptr->gres_list_req);
+  gres_state_t* gres_state;
+  while ((gres_state = static_cast<gres_state_t*>(list_next(it)))) {
+    if (str(gres_state->gres_name) != "gpu") continue;
+    auto* js = static_cast<gres_job_state_t*>(gres_state->gres_data);
+    if (!js || !js->gres_bit_select) continue;
+    for (int64_t i = bit_ffs(selected); i >= 0 && i <= bit_fls(selected); i++) {
+      if (!bit_test(selected, i) || i >= static_cast<int64_t>(js->total_node_cnt)) continue;
+      bitstr_t* pick = js->gres_bit_select[i];
+      auto m = model_of.find(static_cast<uint32_t>(i));
+      if (!pick || m == model_of.end()) continue;
+      const auto& node = model.cluster.nodes()[m->second];
+      if (node.nvlink_cliques.size() < 2) continue;
+      const int64_t bits = bit_size(pick);
+      std::vector<bool> free(bits, false);
+      uint32_t count = 0;
+      bool picked_free = true;
+      for (int64_t g = 0; g < bits; g++) {
+        free[g] = g < static_cast<int64_t>(state[m->second].gpu_busy.size()) && !state[m->second].gpu_busy[g];
+        if (bit_test(pick, g)) {
+          ++count;
+          picked_free = picked_free && free[g];
+        }
+      }
+      if (!picked_free || count == 0) continue;  // e.g. GPUs of preempted jobs: leave cons_tres's choice
+      const std::vector<int> better = mlsched::choose_gpus(node.nvlink_cliques, free, count);
+      if (better.size() != count) continue;
+      bit_clear_all(pick);
+      for (int g : better) bit_set(pick, g);
+    }
+  }
+  list_iterator_destroy(it);
+}
+
+int inner_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                   uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
+                   bitstr_t* exc_core_bitmap) {
+  return (*(inner.job_test))(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                             preemptee_job_list, exc_core_bitmap);
+}
+
+// Nodes of the acceptable GPU types (all GPU types when none is named).
+std::vector<size_t> nodes_of_types(const mlsched::Cluster& cluster, const std::vector<std::string>& types) {
+  std::vector<size_t> out;
+  for (size_t k = 0; k < cluster.nodes().size(); ++k) {
+    const auto& n = cluster.nodes()[k];
+    if (n.gpus == 0) continue;
+    if (types.empty() || std::find(types.begin(), types.end(), n.gpu_type) != types.end()) out.push_back(k);
+  }
+  return out;
+}
+
+mlsched::PlacementPolicy policy_of(const mlsched::Config& config) {
+  mlsched::PlacementPolicy policy;
+  policy.large_gang_nodes = config.large_gang_nodes;
+  return policy;
+}
+
+// The placement-aware job_test. Returns the inner plugin's code.
+int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                    uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
+                    bitstr_t* exc_core_bitmap, const mlsched::PlacementRequest& request) {
+  const auto config = g_config.get();
+  const auto model = g_cluster.get(*config, g_config.generation(), kLog);
+  const mlsched::Cluster& cluster = model->cluster;
+  std::vector<bool> eligible(cluster.nodes().size());
+  for (size_t k = 0; k < eligible.size(); ++k) eligible[k] = bit_test(bitmap, model->slurm_index[k]);
+
+  auto attempt = [&](const std::vector<size_t>& nodes, uint16_t attempt_mode, List* preemptees) -> std::pair<int, bitstr_t*> {
+    bitstr_t* trial = bitmap_of(*model, nodes, bitmap);
+    if (bit_set_count(trial) < static_cast<int64_t>(std::max<uint32_t>(1, min_nodes))) {
+      FREE_NULL_BITMAP(trial);
+      return {SLURM_ERROR, nullptr};
+    }
+    const int rc = inner_job_test(job_ptr, trial, min_nodes, max_nodes, req_nodes, attempt_mode,
+                                  preemptee_candidates, preemptees, exc_core_bitmap);
+    if (rc != SLURM_SUCCESS) FREE_NULL_BITMAP(trial);
+    return {rc, trial};
+  };
+  auto accept = [&](bitstr_t* trial) {
+    bit_copybits(bitmap, trial);
+    FREE_NULL_BITMAP(trial);
+    return SLURM_SUCCESS;
+  };
+
+  if (mode == SELECT_MODE_TEST_ONLY) {
+    // "Could it ever run": only the static restriction to acceptable GPU types.
+    auto [rc, trial] = attempt(nodes_of_types(cluster, request.gpu_types), mode, preemptee_job_list);
+    return rc == SLURM_SUCCESS ? accept(trial) : rc;
+  }
+
+  if (mode == SELECT_MODE_WILL_RUN) {
+    // Backfill asks when the job could start: ask cons_tres once per unit the gang
+    // fits in on an empty cluster, and keep the earliest answer.
+    mlsched::ClusterState idle = current_state(*model, *config);
+    for (auto& n : idle) n.gpu_busy.assign(n.gpu_busy.size(), false);
+    const mlsched::PlacementPlan units = plan_placement(cluster, idle, eligible, request, policy_of(*config));
+    const time_t original_start = job_ptr->start_time;
+    time_t best_start = 0;
+    bitstr_t* best = nullptr;
+    List best_preemptees = nullptr;
+    size_t tried = 0;
+    for (const auto& cand : units.candidates) {
+      if (++tried > 6) break;
+      List preemptees = nullptr;
+      job_ptr->start_time = original_start;
+      auto [rc, trial] = attempt(cand.unit_nodes, mode, preemptee_job_list ? &preemptees : nullptr);
+      if (rc != SLURM_SUCCESS) continue;
+      if (!best || job_ptr->start_time < best_start) {
+        FREE_NULL_BITMAP(best);
+        FREE_NULL_LIST(best_preemptees);
+        best = trial;
+        best_start = job_ptr->start_time;
+        best_preemptees = preemptees;
+      } else {
+        FREE_NULL_BITMAP(trial);
+        FREE_NULL_LIST(preemptees);
+      }
+    }
+    if (!best) {
+      job_ptr->start_time = original_start;
+      return SLURM_ERROR;
+    }
+    job_ptr->start_time = best_start;
+    if (preemptee_job_list) *preemptee_job_list = best_preemptees;
+    return accept(best);
+  }
+
+  // Run now (also the preemption path, with candidates to preempt).
+  const mlsched::ClusterState state = current_state(*model, *config);
+  const mlsched::PlacementPlan plan = plan_placement(cluster, state, eligible, request, policy_of(*config));
+  size_t tries = 0;
+  for (const auto& cand : plan.candidates) {
+    // The exact best-fit nodes first; cons_tres may still refuse them for CPUs or
+    // memory, so then the whole unit.
+    for (const auto* nodes : {&cand.nodes, &cand.unit_nodes}) {
+      if (++tries > 16) break;
+      if (nodes == &cand.unit_nodes && cand.unit_nodes == cand.nodes) continue;
+      auto [rc, trial] = attempt(*nodes, mode, preemptee_job_list);
+      if (rc != SLURM_SUCCESS) continue;
+      const bool preempting = preemptee_job_list && *preemptee_job_list && list_count(*preemptee_job_list) > 0;
+      if (!preempting) align_gpus_to_cliques(job_ptr, trial, *model, state);
+      set_reason(job_ptr, "");
+      return accept(trial);
+    }
+  }
+  if (request.mode == mlsched::LocalityMode::prefer || request.locality == mlsched::Locality::any) {
+    // Not strict: anywhere on one GPU type is better than waiting (the candidates
+    // above already tried the tighter places).
+    std::vector<std::string> types = request.gpu_types.empty() ? cluster.gpu_types() : request.gpu_types;
+    for (const auto& type : types) {
+      auto [rc, trial] = attempt(nodes_of_types(cluster, {type}), mode, preemptee_job_list);
+      if (rc != SLURM_SUCCESS) continue;
+      set_reason(job_ptr, "");
+      return accept(trial);
+    }
+  }
+  if (plan.candidates.empty() && preemptee_candidates) {
+    // Preemption may free room the "free now" view cannot see: let cons_tres look
+    // inside each unit of the allowed scopes, narrowest first.
+    mlsched::ClusterState idle = state;
+    for (auto& n : idle) n.gpu_busy.assign(n.gpu_busy.size(), false);
+    for (const auto& cand : plan_placement(cluster, idle, eligible, request, policy_of(*config)).candidates) {
+      if (++tries > 16) break;
+      auto [rc, trial] = attempt(cand.unit_nodes, mode, preemptee_job_list);
+      if (rc == SLURM_SUCCESS) return accept(trial);
+    }
+  }
+  set_reason(job_ptr, plan.reason.empty() ? "no placement in the allowed topology scope" : plan.reason);
+  return SLURM_ERROR;
+}
+
+}  // namespace
+
+MLSCHED_EXPORT int init(void) {
+  try {
+    inner_context = plugin_context_create("select", "select/cons_tres", reinterpret_cast<void**>(&inner),
+                                          kInnerSyms, sizeof(kInnerSyms));
+    if (!inner_context) {
+      error("%s: cannot load select/cons_tres, which it builds on", kLog);
+      return SLURM_ERROR;
+    }
+    // Client commands (sinfo, squeue, sprio) load every select plugin: they only
+    // need the forwarding above. Policy state lives in slurmctld alone.
+    if (mlsched::plugin::ctld::in_slurmctld()) {
+      const std::string path = mlsched::plugin::ConfigStore::default_path(slurm_conf.slurm_conf);
+      if (!g_config.load(path, kLog)) return SLURM_ERROR;
+      g_config.start_watching();
+    }
+    return SLURM_SUCCESS;
+  } catch (const std::exception& e) {
+    error("%s: init failed: %s", kLog, e.what());
+  } catch (...) {
+    error("%s: init failed", kLog);
+  }
+  return SLURM_ERROR;
+}
+
+MLSCHED_EXPORT int fini(void) {
+  try {
+    g_config.stop_watching();
+  } catch (...) {
+  }
+  int rc = SLURM_SUCCESS;
+  if (inner_context) rc = plugin_context_destroy(inner_context);
+  inner_context = nullptr;
+  return rc;
+}
+
+MLSCHED_EXPORT int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                                     uint32_t req_nodes, uint16_t mode, List preemptee_candidates,
+                                     List* preemptee_job_list, bitstr_t* exc_core_bitmap) {
+  try {
+    mlsched::PlacementRequest request;
+    if (mlsched::plugin::ctld::in_slurmctld() && g_config.get() && gpu_request(job_ptr, min_nodes, request)) {
+      // A job that names its nodes (-w) gets them: only its GPUs inside each node
+      // are still chosen by NVLink clique.
+      const bool pinned = job_ptr->details && job_ptr->details->req_node_bitmap &&
+                          bit_set_count(job_ptr->details->req_node_bitmap) > 0;
+      if (!pinned)
+        return placed_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                               preemptee_job_list, exc_core_bitmap, request);
+      const int rc = inner_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                                    preemptee_job_list, exc_core_bitmap);
+      const bool preempting = preemptee_job_list && *preemptee_job_list && list_count(*preemptee_job_list) > 0;
+      if (rc == SLURM_SUCCESS && mode == SELECT_MODE_RUN_NOW && !preempting) {
+        const auto config = g_config.get();
+        const auto model = g_cluster.get(*config, g_config.generation(), kLog);
+        align_gpus_to_cliques(job_ptr, bitmap, *model, current_state(*model, *config));
+      }
+      return rc;
+    }
+  } catch (const std::exception& e) {
+    error("%s: placement of %pJ failed (%s); using cons_tres alone", kLog, job_ptr, e.what());
+  } catch (...) {
+    error("%s: placement of %pJ failed; using cons_tres alone", kLog, job_ptr);
+  }
+  return inner_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                        preemptee_job_list, exc_core_bitmap);
+}
+
+MLSCHED_EXPORT int select_p_job_fini(job_record_t* job_ptr) {
+  try {
+    // A job that ended because its node failed marks those nodes as flaky for a while.
+    if (IS_JOB_NODE_FAILED(job_ptr) && job_ptr->node_bitmap) {
+      std::lock_guard<std::mutex> lock(g_failures_mutex);
+      const time_t now = time(nullptr);
+      for (int64_t i = bit_ffs(job_ptr->node_bitmap); i >= 0 && i <= bit_fls(job_ptr->node_bitmap); i++)
+        if (bit_test(job_ptr->node_bitmap, i)) g_node_failures[static_cast<uint32_t>(i)].push_back(now);
+    }
+  } catch (...) {
+  }
+  return (*(inner.job_fini))(job_ptr);
+}
+
+// ---- pure forwarding ---------------------------------------------------------------
+
+MLSCHED_EXPORT int select_p_state_save(char* dir_name) { return (*(inner.state_save))(dir_name); }
+MLSCHED_EXPORT int select_p_state_restore(char* dir_name) { return (*(inner.state_restore))(dir_name); }
+MLSCHED_EXPORT int select_p_job_init(List job_list) { return (*(inner.job_init))(job_list); }
+MLSCHED_EXPORT int select_p_node_init(void) { return (*(inner.node_init))(); }
+MLSCHED_EXPORT int select_p_job_begin(job_record_t* job_ptr) { return (*(inner.job_begin))(job_ptr); }
+MLSCHED_EXPORT int select_p_job_ready(job_record_t* job_ptr) { return (*(inner.job_ready))(job_ptr); }
+MLSCHED_EXPORT int select_p_job_expand(job_record_t* from_job_ptr, job_record_t* to_job_ptr) {
+  return (*(inner.job_expand))(from_job_ptr, to_job_ptr);
+}
+MLSCHED_EXPORT int select_p_job_resized(job_record_t* job_ptr, node_record_t* node_ptr) {
+  return (*(inner.job_resized))(job_ptr, node_ptr);
+}
+MLSCHED_EXPORT int select_p_job_signal(job_record_t* job_ptr, int signal) {
+  return (*(inner.job_signal))(job_ptr, signal);
+}
+MLSCHED_EXPORT int select_p_job_suspend(job_record_t* job_ptr, bool indf_susp) {
+  return (*(inner.job_suspend))(job_ptr, indf_susp);
+}
+MLSCHED_EXPORT int select_p_job_resume(job_record_t* job_ptr, bool indf_susp) {
+  return (*(inner.job_resume))(job_ptr, indf_susp);
+}
+MLSCHED_EXPORT bitstr_t* select_p_step_pick_nodes(job_record_t* job_ptr, select_jobinfo_t* jobinfo,
+                                                  uint32_t node_count, bitstr_t** avail_nodes) {
+  return (*(inner.step_pick_nodes))(job_ptr, jobinfo, node_count, avail_nodes);
+}
+MLSCHED_EXPORT int select_p_step_start(step_record_t* step_ptr) { return (*(inner.step_start))(step_ptr); }
+MLSCHED_EXPORT int select_p_step_finish(step_record_t* step_ptr, bool killing_step) {
+  return (*(inner.step_finish))(step_ptr, killing_step);
+}
+MLSCHED_EXPORT int select_p_select_nodeinfo_pack(select_nodeinfo_t* nodeinfo, buf_t* buffer, uint16_t protocol_version) {
+  return (*(inner.nodeinfo_pack))(nodeinfo, buffer, protocol_version);
+}
+MLSCHED_EXPORT int select_p_select_nodeinfo_unpack(select_nodeinfo_t** nodeinfo, buf_t* buffer,
+                                                   uint16_t protocol_version) {
+  return (*(inner.nodeinfo_unpack))(nodeinfo, buffer, protocol_version);
+}
+MLSCHED_EXPORT select_nodeinfo_t* select_p_select_nodeinfo_alloc(void) { return (*(inner.nodeinfo_alloc))(); }
+MLSCHED_EXPORT int select_p_select_nodeinfo_free(select_nodeinfo_t* nodeinfo) {
+  return (*(inner.nodeinfo_free))(nodeinfo);
+}
+MLSCHED_EXPORT int select_p_select_nodeinfo_set_all(void) { return (*(inner.nodeinfo_set_all))(); }
+MLSCHED_EXPORT int select_p_select_nodeinfo_set(job_record_t* job_ptr) { return (*(inner.nodeinfo_set))(job_ptr); }
+MLSCHED_EXPORT int select_p_select_nodeinfo_get(select_nodeinfo_t* nodeinfo, enum select_nodedata_type dinfo,
+                                                enum node_states state, void* data) {
+  return (*(inner.nodeinfo_get))(nodeinfo, dinfo, state, data);
+}
+MLSCHED_EXPORT select_jobinfo_t* select_p_select_jobinfo_alloc(void) { return (*(inner.jobinfo_alloc))(); }
+MLSCHED_EXPORT int select_p_select_jobinfo_free(select_jobinfo_t* jobinfo) { return (*(inner.jobinfo_free))(jobinfo); }
+MLSCHED_EXPORT int select_p_select_jobinfo_set(select_jobinfo_t* jobinfo, enum select_jobdata_type data_type,
+                                               void* data) {
+  return (*(inner.jobinfo_set))(jobinfo, data_type, data);
+}
+MLSCHED_EXPORT int select_p_select_jobinfo_get(select_jobinfo_t* jobinfo, enum select_jobdata_type data_type,
+                                               void* data) {
+  return (*(inner.jobinfo_get))(jobinfo, data_type, data);
+}
+MLSCHED_EXPORT select_jobinfo_t* select_p_select_jobinfo_copy(select_jobinfo_t* jobinfo) {
+  return (*(inner.jobinfo_copy))(jobinfo);
+}
+MLSCHED_EXPORT int select_p_select_jobinfo_pack(select_jobinfo_t* jobinfo, buf_t* buffer, uint16_t protocol_version) {
+  return (*(inner.jobinfo_pack))(jobinfo, buffer, protocol_version);
+}
+MLSCHED_EXPORT int select_p_select_jobinfo_unpack(select_jobinfo_t** jobinfo_pptr, buf_t* buffer,
+                                                  uint16_t protocol_version) {
+  return (*(inner.jobinfo_unpack))(jobinfo_pptr, buffer, protocol_version);
+}
+MLSCHED_EXPORT char* select_p_select_jobinfo_sprint(select_jobinfo_t* jobinfo, char* buf, size_t size, int mode) {
+  return (*(inner.jobinfo_sprint))(jobinfo, buf, size, mode);
+}
+MLSCHED_EXPORT char* select_p_select_jobinfo_xstrdup(select_jobinfo_t* jobinfo, int mode) {
+  return (*(inner.jobinfo_xstrdup))(jobinfo, mode);
+}
+// Gres code asks which select type runs (SELECT_CR_PLUGIN) and treats GPUs the
+// cons_tres way only if the answer is cons_tres's: forwarding keeps that true.
+MLSCHED_EXPORT int select_p_get_info_from_plugin(enum select_plugindata_info dinfo, job_record_t* job_ptr, void* data) {
+  return (*(inner.get_info_from_plugin))(dinfo, job_ptr, data);
+}
+MLSCHED_EXPORT int select_p_update_node_config(int index) { return (*(inner.update_node_config))(index); }
+MLSCHED_EXPORT int select_p_reconfigure(void) { return (*(inner.reconfigure))(); }
+MLSCHED_EXPORT bitstr_t* select_p_resv_test(resv_desc_msg_t* resv_desc_ptr, uint32_t node_cnt, bitstr_t* avail_bitmap,
+                                            bitstr_t** core_bitmap) {
+  return (*(inner.resv_test))(resv_desc_ptr, node_cnt, avail_bitmap, core_bitmap);
+}
