@@ -1,0 +1,118 @@
+// See priority.h. Every bounded term is a weight times a number in [0, 1]; only the
+// size-aware age term is unbounded, and it grows faster for larger jobs. That is
+// what keeps a large gang from waiting forever behind a stream of small jobs: once
+// its size term passes bounded_priority_ceiling() plus the (small, slowly growing)
+// size term of the young stream jobs, it is at the top, and the backfill scheduler
+// then reserves its nodes.
+#include "core/priority.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "core/text.h"
+
+namespace mlsched {
+
+Quotas::Quotas(const Config& config, const std::map<std::string, TeamStanding>& standing,
+               const std::map<std::string, uint32_t>& cluster_gpus_by_type)
+    : config_(config), standing_(standing), cluster_gpus_(cluster_gpus_by_type) {}
+
+uint32_t Quotas::guaranteed(const std::string& team, const std::string& gpu_type) const {
+  if (gpu_type.empty()) {
+    uint32_t sum = 0;
+    for (const auto& [type, count] : cluster_gpus_) sum += guaranteed(team, type);
+    return sum;
+  }
+  const std::string type = lowercase(gpu_type);
+  auto t = config_.team_quotas.find(team);
+  if (t != config_.team_quotas.end()) {
+    auto q = t->second.find(type);
+    if (q != t->second.end()) return q->second;
+  }
+  auto s = standing_.find(team);
+  auto g = cluster_gpus_.find(type);
+  if (s == standing_.end() || g == cluster_gpus_.end()) return 0;
+  return static_cast<uint32_t>(std::floor(s->second.shares_norm * g->second + 1e-9));
+}
+
+bool Quotas::borrowing(const std::string& team, const std::string& gpu_type, uint32_t gpus,
+                       const TeamGpusInUse& in_use) const {
+  uint32_t used = 0;
+  auto t = in_use.find(team);
+  if (t != in_use.end()) {
+    for (const auto& [type, count] : t->second)
+      if (gpu_type.empty() || lowercase(type) == lowercase(gpu_type)) used += count;
+  }
+  return static_cast<uint64_t>(used) + gpus > guaranteed(team, gpu_type);
+}
+
+PriorityFactors job_priority(const PendingJob& job, const PriorityInputs& in, int64_t now) {
+  const Config& c = in.config;
+  PriorityFactors f;
+  auto s = in.standing.find(job.team);
+  const double fairshare = s == in.standing.end() ? 0.0 : s->second.fairshare;
+  f.fairshare = c.priority_weight_fairshare * fairshare;
+
+  // A job that needs no GPUs borrows nothing.
+  f.borrowing = job.gpus > 0 && in.quotas.borrowing(job.team, job.gpu_type, job.gpus, in.in_use);
+  f.quota = f.borrowing ? 0.0 : static_cast<double>(c.priority_weight_quota);
+
+  const double waited = static_cast<double>(std::max<int64_t>(0, now - job.submit_time));
+  const double max_age = std::max<uint32_t>(1, c.priority_max_age);
+  f.age = c.priority_weight_age * std::min(1.0, waited / max_age);
+  // At least one GPU's worth, so CPU-only jobs are not starved either.
+  const double size = in.cluster_gpus > 0 ? std::max<uint32_t>(job.gpus, 1) / static_cast<double>(in.cluster_gpus) : 0.0;
+  f.job_size = c.priority_weight_job_size * size * (waited / max_age);
+
+  f.job_type = c.priority_weight_job_type[static_cast<int>(job.type)];
+  f.qos = c.priority_weight_qos * std::clamp(job.qos_norm, 0.0, 1.0);
+  f.partition = c.priority_weight_partition * std::clamp(job.partition_norm, 0.0, 1.0);
+
+  const double sum = f.fairshare + f.quota + f.age + f.job_size + f.job_type + f.qos + f.partition +
+                     static_cast<double>(job.site) - static_cast<double>(job.nice);
+  // Slurm's priority is 32 bits; 0 means held, and the top is kept free for admins.
+  constexpr double kMax = static_cast<double>(std::numeric_limits<uint32_t>::max() - 1);
+  f.total = static_cast<uint32_t>(std::clamp(std::round(sum), 1.0, kMax));
+  return f;
+}
+
+TeamGpusInUse gpus_in_use(const std::vector<RunningJob>& running) {
+  TeamGpusInUse in_use;
+  for (const auto& job : running) {
+    auto& team = in_use[job.team];
+    for (const auto& [type, count] : job.allocation.by_type) team[lowercase(type)] += count;
+    if (job.allocation.untyped) team[""] += job.allocation.untyped;
+  }
+  return in_use;
+}
+
+PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassInput& in, int64_t now) {
+  PassResult out;
+  ledger.account(now, in.running);
+  out.standing = team_standing(in.teams, ledger);
+  out.in_use = gpus_in_use(in.running);
+  uint32_t cluster_gpus = 0;
+  for (const auto& [type, count] : in.cluster_gpus_by_type) cluster_gpus += count;
+  const Quotas quotas(config, out.standing, in.cluster_gpus_by_type);
+  const PriorityInputs inputs{config, out.standing, quotas, out.in_use, cluster_gpus};
+  out.pending.reserve(in.pending.size());
+  for (const auto& job : in.pending) out.pending.push_back(job_priority(job, inputs, now));
+  return out;
+}
+
+double bounded_priority_ceiling(const Config& c) {
+  const uint32_t top_type = *std::max_element(c.priority_weight_job_type.begin(), c.priority_weight_job_type.end());
+  return static_cast<double>(c.priority_weight_fairshare) + c.priority_weight_quota + c.priority_weight_age +
+         top_type + c.priority_weight_qos + c.priority_weight_partition;
+}
+
+double seconds_to_reach_top(const Config& c, uint32_t gpus, uint32_t cluster_gpus) {
+  if (c.priority_weight_job_size == 0 || cluster_gpus == 0) return std::numeric_limits<double>::infinity();
+  const double per_second =
+      c.priority_weight_job_size * (std::max<uint32_t>(gpus, 1) / static_cast<double>(cluster_gpus)) /
+      std::max<uint32_t>(1, c.priority_max_age);
+  return bounded_priority_ceiling(c) / per_second;
+}
+
+}  // namespace mlsched

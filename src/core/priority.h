@@ -1,0 +1,103 @@
+// The priority of a pending job under priority/mlsched: its team's fair-share
+// standing, whether it fits in its team's guaranteed quota, its age with a
+// size-aware term, its job type, QOS, partition and nice. Each term is kept apart
+// so sprio can show them. Slurm-free; `now` is passed in.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/fairshare.h"
+#include "core/types.h"
+
+namespace mlsched {
+
+// GPUs a team holds right now, by GPU type ("" = type unknown).
+using TeamGpusInUse = std::map<std::string, std::map<std::string, uint32_t>>;
+
+// What guarantees a team has: TeamQuota from mlsched.conf where given, else its fair
+// share (shares_norm) of each GPU type's GPUs, rounded down.
+class Quotas {
+ public:
+  Quotas(const Config& config, const std::map<std::string, TeamStanding>& standing,
+         const std::map<std::string, uint32_t>& cluster_gpus_by_type);
+  // Guaranteed GPUs of one type; for "" (a job that names no type) the sum over types.
+  uint32_t guaranteed(const std::string& team, const std::string& gpu_type) const;
+  // True when `gpus` more GPUs of `gpu_type` would take the team beyond its
+  // guarantee: such a job runs on borrowed GPUs, which may be reclaimed.
+  bool borrowing(const std::string& team, const std::string& gpu_type, uint32_t gpus,
+                 const TeamGpusInUse& in_use) const;
+
+ private:
+  const Config& config_;
+  const std::map<std::string, TeamStanding>& standing_;
+  const std::map<std::string, uint32_t>& cluster_gpus_;
+};
+
+// A pending job, as the formula sees it.
+struct PendingJob {
+  uint32_t job_id = 0;
+  std::string team;
+  std::string gpu_type;       // "" when the job names no single type
+  uint32_t gpus = 0;          // the whole gang's GPUs
+  int64_t submit_time = 0;    // kept across requeue, so a preempted job keeps its age
+  JobType type = JobType::training;
+  double qos_norm = 0;        // QOS priority / highest QOS priority, 0..1
+  double partition_norm = 0;  // partition PriorityJobFactor / highest, 0..1
+  int64_t nice = 0;           // as the user gave it (positive lowers priority)
+  int64_t site = 0;           // admin's site factor
+};
+
+// The terms of one job's priority, already weighted (what sprio -l shows).
+struct PriorityFactors {
+  double fairshare = 0;  // weight x team's 2^(-usage/entitlement)      (sprio FAIRSHARE)
+  double quota = 0;      // weight when the job fits its team's guarantee (sprio ASSOC)
+  double age = 0;        // weight x min(wait / max_age, 1)              (sprio AGE)
+  double job_size = 0;   // weight x gpus/cluster_gpus x wait / max_age, unbounded (sprio JOBSIZE)
+  double job_type = 0;   // per-type weight                              (sprio SITE, with site)
+  double qos = 0;        //                                              (sprio QOS)
+  double partition = 0;  //                                              (sprio PARTITION)
+  bool borrowing = false;
+  uint32_t total = 1;    // sum, minus nice, plus site; at least 1 (0 means held in Slurm)
+};
+
+struct PriorityInputs {
+  const Config& config;
+  const std::map<std::string, TeamStanding>& standing;
+  const Quotas& quotas;
+  const TeamGpusInUse& in_use;
+  uint32_t cluster_gpus = 0;
+};
+
+PriorityFactors job_priority(const PendingJob& job, const PriorityInputs& in, int64_t now);
+
+// One pass over the cluster, as the plugin runs it every PriorityCalcPeriod on a
+// snapshot taken under slurmctld's locks: charge running jobs, rank teams, then
+// price every pending job.
+struct PassInput {
+  std::vector<TeamShares> teams;
+  std::vector<RunningJob> running;
+  std::vector<PendingJob> pending;
+  std::map<std::string, uint32_t> cluster_gpus_by_type;  // lowercase gpu_type -> GPUs
+};
+struct PassResult {
+  std::map<std::string, TeamStanding> standing;
+  TeamGpusInUse in_use;
+  std::vector<PriorityFactors> pending;  // parallel to PassInput::pending
+};
+PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassInput& in, int64_t now);
+// The GPUs each team holds, from its running jobs.
+TeamGpusInUse gpus_in_use(const std::vector<RunningJob>& running);
+
+// The highest priority a job can reach without the unbounded size term: once a
+// gang's size term exceeds this over its own bounded terms, it is at the top.
+double bounded_priority_ceiling(const Config& config);
+// Seconds a pending job of `gpus` GPUs must wait to outrank any newly submitted
+// job, in the worst case (its own bounded terms 0, the newcomer's at the ceiling).
+// A competitor that has itself waited w with g' GPUs adds w x g'/gpus (README).
+double seconds_to_reach_top(const Config& config, uint32_t gpus, uint32_t cluster_gpus);
+
+}  // namespace mlsched

@@ -1,0 +1,533 @@
+// priority/mlsched: fair share between teams (Slurm accounts) on GPU-type-weighted,
+// decayed GPU-time, with guaranteed quotas, borrowing, and a size-aware age term
+// so large gangs are not starved. A thread of ours runs one pass every
+// PriorityCalcPeriod: it copies jobs and associations out under slurmctld's locks,
+// lets the core price every pending job, writes priorities and the numbers sprio
+// and sshare show back, and saves usage to StateSaveLocation after the locks are
+// released. Client commands (sprio, sshare) load this plugin too: there, init()
+// does nothing.
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <exception>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "core/cluster.h"
+#include "core/directives.h"
+#include "core/fairshare.h"
+#include "core/priority.h"
+#include "core/text.h"
+#include "plugins/common/config_store.h"
+#include "plugins/common/ctld.h"
+#include "plugins/common/slurm_headers.h"
+
+extern "C" {
+#include "src/common/assoc_mgr.h"
+#include "src/common/run_in_daemon.h"
+#include "src/slurmctld/locks.h"
+}
+
+// slurmctld's own tables. sprio and sshare load this plugin too, and programs
+// linked to the public libslurm define none of these: weak references let the
+// plugin load there (it never touches them outside slurmctld).
+#pragma weak job_list
+#pragma weak last_job_update
+#pragma weak assoc_mgr_assoc_list
+#pragma weak assoc_mgr_root_assoc
+
+MLSCHED_EXPORT const char plugin_name[] = "mlsched priority plugin: GPU fair share, quotas, gang-aware age";
+MLSCHED_EXPORT const char plugin_type[] = "priority/mlsched";
+MLSCHED_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+namespace {
+
+constexpr const char* kLog = "priority/mlsched";
+constexpr const char* kStateFile = "priority_mlsched.state";
+
+mlsched::plugin::ConfigStore g_config;
+
+// What priority_p_set() and priority_p_set_assoc_usage() read between passes.
+// Lock order: slurmctld's locks, then assoc_mgr's, then g_mutex.
+std::mutex g_mutex;
+mlsched::UsageLedger g_ledger;
+std::map<std::string, mlsched::TeamStanding> g_standing;
+mlsched::TeamGpusInUse g_in_use;
+std::map<std::string, uint32_t> g_cluster_gpus;
+
+// The pass thread.
+std::thread g_thread;
+std::mutex g_wake_mutex;
+std::condition_variable g_wake;
+bool g_stopping = false;
+bool g_poke = false;
+
+std::string str(const char* s) { return s ? std::string(s) : std::string(); }
+
+std::string state_path() { return str(slurm_conf.state_save_location) + "/" + kStateFile; }
+
+uint32_t half_life(const mlsched::Config& c) {
+  return c.priority_decay_half_life.value_or(slurm_conf.priority_decay_hl);
+}
+
+uint32_t calc_period(const mlsched::Config& c) {
+  const uint32_t p = c.priority_calc_period.value_or(slurm_conf.priority_calc_period);
+  return p ? p : 300;
+}
+
+mlsched::RunningJob running_job(const job_record_t* job_ptr, const mlsched::GpuWeights& weights) {
+  mlsched::RunningJob r;
+  r.job_id = job_ptr->job_id;
+  r.team = str(job_ptr->account);
+  r.allocation = mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_alloc_str));
+  r.gpus = r.allocation.total();
+  r.weighted_gpus = weights.weighted(r.allocation);
+  r.start_time = job_ptr->start_time;
+  return r;
+}
+
+mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config& config) {
+  if (auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment))) return d->type;
+  return config.default_job_type;
+}
+
+mlsched::PendingJob pending_job(const job_record_t* job_ptr, const mlsched::Config& config) {
+  mlsched::PendingJob p;
+  p.job_id = job_ptr->job_id;
+  p.team = str(job_ptr->account);
+  const auto gpus = mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_req_str));
+  p.gpus = gpus.total();
+  if (gpus.by_type.size() == 1 && gpus.untyped == 0) p.gpu_type = gpus.by_type.begin()->first;
+  // submit_time survives a requeue, so a preempted job keeps the age it had.
+  p.submit_time = job_ptr->details ? job_ptr->details->submit_time : job_ptr->start_time;
+  p.type = job_type_of(job_ptr, config);
+  // Caller holds assoc_mgr's QOS read lock.
+  if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage) p.qos_norm = job_ptr->qos_ptr->usage->norm_priority;
+  if (job_ptr->part_ptr) p.partition_norm = job_ptr->part_ptr->norm_priority;
+  if (job_ptr->details) p.nice = static_cast<int64_t>(job_ptr->details->nice) - NICE_OFFSET;
+  p.site = static_cast<int64_t>(job_ptr->site_factor) - NICE_OFFSET;
+  return p;
+}
+
+// Writes the terms where sprio reads them (sprio -l columns in the comments).
+void store_factors(job_record_t* job_ptr, const mlsched::PriorityFactors& f) {
+  if (!job_ptr->prio_factors) job_ptr->prio_factors = static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
+  priority_factors_object_t* o = job_ptr->prio_factors;
+  o->priority_fs = f.fairshare;   // FAIRSHARE
+  o->priority_assoc = f.quota;    // ASSOC: within the team's guaranteed quota
+  o->priority_age = f.age;        // AGE
+  o->priority_js = f.job_size;    // JOBSIZE: the size-aware age term
+  o->priority_qos = f.qos;        // QOS
+  o->priority_part = f.partition; // PARTITION
+  // SITE: the job type's weight plus the admin's site factor.
+  o->priority_site = static_cast<uint32_t>(job_ptr->site_factor + static_cast<uint32_t>(std::lround(f.job_type)));
+  o->nice = job_ptr->details ? job_ptr->details->nice : NICE_OFFSET;
+  o->direct_prio = 0;
+}
+
+bool is_lost_to_node_failure(const job_record_t* job_ptr) {
+  return (job_ptr->job_state & JOB_STATE_BASE) == JOB_NODE_FAIL;
+}
+
+// The numbers sshare shows. Team (account) rows carry the team's own; user rows
+// repeat their team's, since mlsched shares GPUs between teams, not people.
+void publish_to_assoc(slurmdb_assoc_rec_t* assoc, const mlsched::TeamStanding& s, double decayed) {
+  if (!assoc->usage) return;
+  assoc->usage->usage_raw = decayed;
+  assoc->usage->usage_norm = s.usage_norm;
+  assoc->usage->usage_efctv = s.usage_norm;
+  assoc->usage->shares_norm = s.shares_norm;
+  assoc->usage->fs_factor = s.fairshare;
+  assoc->usage->level_fs = s.level;
+}
+
+std::vector<mlsched::TeamShares> teams_from_assoc_mgr() {
+  std::vector<mlsched::TeamShares> teams;
+  if (!assoc_mgr_assoc_list) return teams;
+  ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
+  while (auto* assoc = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
+    if (assoc->user || assoc == assoc_mgr_root_assoc || !assoc->acct) continue;
+    if (!xstrcasecmp(assoc->acct, "root")) continue;
+    mlsched::TeamShares t;
+    t.team = assoc->acct;
+    // "parent" shares (SLURMDB_FS_USE_PARENT) or unset: one share, like any team.
+    t.shares = (assoc->shares_raw == SLURMDB_FS_USE_PARENT || assoc->shares_raw == NO_VAL) ? 1 : assoc->shares_raw;
+    teams.push_back(t);
+  }
+  list_iterator_destroy(it);
+  return teams;
+}
+
+// GPUs of each type in slurm.conf's node table. Caller holds the node read lock.
+std::map<std::string, uint32_t> cluster_gpus_by_type() {
+  std::map<std::string, uint32_t> gpus;
+  node_record_t* node_ptr;
+  node_record_t** table = mlsched::plugin::ctld::node_table();
+  for (int i = 0; table && i < mlsched::plugin::ctld::node_count(); i++) {
+    if (!(node_ptr = table[i])) continue;
+    try {
+      for (const auto& g : mlsched::parse_node_gres(str(node_ptr->gres)))
+        if (g.name == "gpu") gpus[mlsched::lowercase(g.type)] += static_cast<uint32_t>(g.count);
+    } catch (const std::invalid_argument& e) {
+      debug("%s: node %s: %s", kLog, node_ptr->name, e.what());
+    }
+  }
+  return gpus;
+}
+
+// One pass; see the file comment. Returns the ledger's text to save.
+std::string run_pass(const mlsched::Config& config) {
+  slurmctld_lock_t job_write = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
+  assoc_mgr_lock_t assoc_write = {WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  mlsched::GpuWeights weights;
+  weights.by_type = config.gpu_weights;
+  const time_t now = time(nullptr);
+
+  lock_slurmctld(job_write);
+  assoc_mgr_lock(&assoc_write);
+  std::string saved;
+  try {
+    mlsched::PassInput in;
+    in.cluster_gpus_by_type = cluster_gpus_by_type();
+    in.teams = teams_from_assoc_mgr();
+    std::vector<job_record_t*> pending_ptrs;
+    std::vector<job_record_t*> ended_ptrs;
+    if (job_list) {
+      ListIterator it = list_iterator_create(job_list);
+      while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
+        if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) {
+          // A suspended job holds its GPUs but runs nothing: charged only while running.
+          if (IS_JOB_RUNNING(job_ptr)) in.running.push_back(running_job(job_ptr, weights));
+        } else if (IS_JOB_PENDING(job_ptr) && job_ptr->priority != 0 && !job_ptr->direct_set_prio) {
+          pending_ptrs.push_back(job_ptr);
+          in.pending.push_back(pending_job(job_ptr, config));
+        }
+      }
+      list_iterator_destroy(it);
+    }
+    std::lock_guard<std::mutex> guard(g_mutex);
+    g_ledger.set_half_life(half_life(config));
+    // Jobs charged before that are no longer running: settle those job_end() missed
+    // (it is only called when AccountingStorageEnforce has limits) or that ended
+    // while slurmctld was down.
+    std::map<uint32_t, bool> running_ids;
+    for (const auto& r : in.running) running_ids[r.job_id] = true;
+    for (uint32_t id : g_ledger.tracked_job_ids()) {
+      if (running_ids.count(id)) continue;
+      job_record_t* job_ptr = find_job_record(id);
+      if (!job_ptr) g_ledger.forget(id);
+      else if (!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr))
+        g_ledger.job_end(running_job(job_ptr, weights), job_ptr->end_time ? job_ptr->end_time : now,
+                         is_lost_to_node_failure(job_ptr));
+    }
+    const mlsched::PassResult result = mlsched::priority_pass(config, g_ledger, in, now);
+    for (size_t i = 0; i < pending_ptrs.size(); ++i) {
+      pending_ptrs[i]->priority = result.pending[i].total;
+      store_factors(pending_ptrs[i], result.pending[i]);
+    }
+    if (assoc_mgr_assoc_list) {
+      ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
+      while (auto* assoc = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
+        if (!assoc->acct) continue;
+        auto s = result.standing.find(assoc->acct);
+        if (s != result.standing.end()) publish_to_assoc(assoc, s->second, g_ledger.decayed(assoc->acct));
+      }
+      list_iterator_destroy(it);
+    }
+    g_standing = result.standing;
+    g_in_use = result.in_use;
+    g_cluster_gpus = in.cluster_gpus_by_type;
+    if (!pending_ptrs.empty()) last_job_update = now;
+    saved = g_ledger.serialize();
+  } catch (...) {
+    assoc_mgr_unlock(&assoc_write);
+    unlock_slurmctld(job_write);
+    throw;
+  }
+  assoc_mgr_unlock(&assoc_write);
+  unlock_slurmctld(job_write);
+  return saved;
+}
+
+// Atomic replace: a crash leaves either the old file or the new one, never half.
+void save_state(const std::string& text) {
+  const std::string path = state_path();
+  const std::string tmp = path + ".new";
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    error("%s: cannot write %s: %m", kLog, tmp.c_str());
+    return;
+  }
+  size_t done = 0;
+  bool ok = true;
+  while (done < text.size()) {
+    const ssize_t n = write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ok = false;
+      break;
+    }
+    done += static_cast<size_t>(n);
+  }
+  ok = ok && fsync(fd) == 0;
+  ok = (close(fd) == 0) && ok;
+  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+    error("%s: cannot save usage to %s: %m", kLog, path.c_str());
+    unlink(tmp.c_str());
+  }
+}
+
+// A missing or unreadable state is not fatal: usage restarts from zero, and running
+// jobs are charged again from their start on the first pass.
+void load_state(uint32_t half_life_seconds) {
+  const std::string path = state_path();
+  std::ifstream in(path);
+  if (!in) {
+    info("%s: no saved usage in %s; starting with none (running jobs are charged from their start)", kLog,
+         path.c_str());
+    return;
+  }
+  std::stringstream buf;
+  buf << in.rdbuf();
+  std::string why;
+  auto ledger = mlsched::UsageLedger::parse(buf.str(), half_life_seconds, &why);
+  if (!ledger) {
+    error("%s: WARNING: saved usage in %s is unusable (%s); starting with none (running jobs are charged from "
+          "their start)",
+          kLog, path.c_str(), why.c_str());
+    return;
+  }
+  std::lock_guard<std::mutex> guard(g_mutex);
+  g_ledger = std::move(*ledger);
+  info("%s: resumed usage of %zu teams and %zu running jobs from %s", kLog, g_ledger.teams().size(),
+       g_ledger.tracked_jobs(), path.c_str());
+}
+
+void pass_loop() {
+  std::unique_lock<std::mutex> lock(g_wake_mutex);
+  while (!g_stopping) {
+    lock.unlock();
+    uint32_t period = 300;
+    unsigned generation = 0;
+    try {
+      generation = g_config.generation();
+      if (auto config = g_config.get()) {
+        period = calc_period(*config);
+        save_state(run_pass(*config));
+      }
+    } catch (const std::exception& e) {
+      error("%s: priority pass failed: %s", kLog, e.what());
+    } catch (...) {
+      error("%s: priority pass failed", kLog);
+    }
+    lock.lock();
+    // Wake early for scontrol reconfigure or a changed mlsched.conf, so a shorter
+    // PriorityCalcPeriod or new weights apply at once rather than after the old period.
+    const auto due = std::chrono::steady_clock::now() + std::chrono::seconds(period);
+    while (!g_stopping && !g_poke && g_config.generation() == generation &&
+           std::chrono::steady_clock::now() < due)
+      g_wake.wait_for(lock, std::chrono::seconds(1));
+    g_poke = false;
+  }
+}
+
+}  // namespace
+
+MLSCHED_EXPORT int init(void) {
+  try {
+    // sprio and sshare load this plugin too: only the controller keeps state.
+    if (!mlsched::plugin::ctld::in_slurmctld()) return SLURM_SUCCESS;
+    const std::string path = mlsched::plugin::ConfigStore::default_path(slurm_conf.slurm_conf);
+    if (!g_config.load(path, kLog)) return SLURM_ERROR;
+    g_config.start_watching();
+    load_state(half_life(*g_config.get()));
+    {
+      std::lock_guard<std::mutex> lock(g_wake_mutex);
+      g_stopping = false;
+    }
+    g_thread = std::thread(pass_loop);
+    return SLURM_SUCCESS;
+  } catch (const std::exception& e) {
+    error("%s: init failed: %s", kLog, e.what());
+  } catch (...) {
+    error("%s: init failed", kLog);
+  }
+  return SLURM_ERROR;
+}
+
+MLSCHED_EXPORT int fini(void) {
+  try {
+    {
+      std::lock_guard<std::mutex> lock(g_wake_mutex);
+      g_stopping = true;
+    }
+    g_wake.notify_all();
+    if (g_thread.joinable()) g_thread.join();
+    g_config.stop_watching();
+    if (mlsched::plugin::ctld::in_slurmctld()) {
+      std::string text;
+      {
+        std::lock_guard<std::mutex> guard(g_mutex);
+        if (g_ledger.decayed_through() != 0) text = g_ledger.serialize();
+      }
+      if (!text.empty()) save_state(text);
+    }
+  } catch (...) {
+  }
+  return SLURM_SUCCESS;
+}
+
+// A new, requeued or updated job: priced at once with the last pass's standing.
+// Called with slurmctld's job write lock held.
+MLSCHED_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr) {
+  try {
+    const auto config = g_config.get();
+    if (!config) return 1;
+    assoc_mgr_lock_t qos_read = {READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+    assoc_mgr_lock(&qos_read);
+    const mlsched::PendingJob job = pending_job(job_ptr, *config);
+    assoc_mgr_unlock(&qos_read);
+    std::lock_guard<std::mutex> guard(g_mutex);
+    uint32_t cluster_gpus = 0;
+    for (const auto& [type, count] : g_cluster_gpus) cluster_gpus += count;
+    const mlsched::Quotas quotas(*config, g_standing, g_cluster_gpus);
+    const auto factors = mlsched::job_priority(job, {*config, g_standing, quotas, g_in_use, cluster_gpus}, time(nullptr));
+    store_factors(job_ptr, factors);
+    return factors.total;
+  } catch (const std::exception& e) {
+    error("%s: priority of job %u: %s", kLog, job_ptr ? job_ptr->job_id : 0, e.what());
+  } catch (...) {
+    error("%s: priority of job %u failed", kLog, job_ptr ? job_ptr->job_id : 0);
+  }
+  return 1;  // lowest runnable priority rather than none
+}
+
+MLSCHED_EXPORT void priority_p_reconfig(bool assoc_clear) {
+  try {
+    {
+      std::lock_guard<std::mutex> lock(g_wake_mutex);
+      g_poke = true;
+    }
+    g_wake.notify_all();
+  } catch (...) {
+  }
+}
+
+// assoc_mgr asks for an association's effective usage (e.g. a new user row, or
+// sshare before the first pass). Called with assoc_mgr's assoc lock held.
+MLSCHED_EXPORT void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* assoc) {
+  try {
+    if (!assoc || !assoc->usage || !assoc->acct) return;
+    std::lock_guard<std::mutex> guard(g_mutex);
+    auto s = g_standing.find(assoc->acct);
+    if (s != g_standing.end()) {
+      publish_to_assoc(assoc, s->second, g_ledger.decayed(assoc->acct));
+    } else {
+      assoc->usage->usage_norm = 0;
+      assoc->usage->usage_efctv = 0;
+    }
+  } catch (...) {
+  }
+}
+
+// Same curve as a team's fair-share factor: 1 unused, 0.5 at its entitlement.
+MLSCHED_EXPORT double priority_p_calc_fs_factor(long double usage_efctv, long double shares_norm) {
+  if (shares_norm <= 0) return 0.0;
+  return std::exp2(-static_cast<double>(usage_efctv / shares_norm));
+}
+
+namespace {
+
+bool wanted(const job_record_t* job_ptr, const priority_factors_request_msg_t* req, uid_t uid) {
+  if (req && req->job_id_list && list_count(req->job_id_list)) {
+    bool found = false;
+    ListIterator it = list_iterator_create(req->job_id_list);
+    while (auto* id = static_cast<uint32_t*>(list_next(it))) found = found || *id == job_ptr->job_id;
+    list_iterator_destroy(it);
+    if (!found) return false;
+  }
+  if (req && req->uid_list && list_count(req->uid_list)) {
+    bool found = false;
+    ListIterator it = list_iterator_create(req->uid_list);
+    while (auto* id = static_cast<uint32_t*>(list_next(it))) found = found || *id == job_ptr->user_id;
+    list_iterator_destroy(it);
+    if (!found) return false;
+  }
+  if (req && req->partitions && *req->partitions) {
+    if (!job_ptr->part_ptr) return false;
+    bool found = false;
+    for (const auto& p : mlsched::split(req->partitions, ',')) found = found || p == str(job_ptr->part_ptr->name);
+    if (!found) return false;
+  }
+  if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) && job_ptr->user_id != uid && !validate_operator(uid))
+    return false;
+  return true;
+}
+
+}  // namespace
+
+// sprio: the factors of every pending job the caller may see.
+MLSCHED_EXPORT List priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, uid_t uid) {
+  List out = nullptr;
+  slurmctld_lock_t job_read = {NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
+  lock_slurmctld(job_read);
+  try {
+    out = list_create(slurm_destroy_priority_factors_object);
+    if (job_list) {
+      const time_t now = time(nullptr);
+      ListIterator it = list_iterator_create(job_list);
+      while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
+        if (!IS_JOB_PENDING(job_ptr) || IS_JOB_REVOKED(job_ptr) || job_ptr->priority == 0) continue;
+        if (!job_ptr->details || !job_ptr->details->begin_time || job_ptr->details->begin_time > now) continue;
+        if (!job_ptr->prio_factors || !wanted(job_ptr, req_msg, uid)) continue;
+        auto* o = static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
+        slurm_copy_priority_factors_object(o, job_ptr->prio_factors);
+        o->job_id = job_ptr->job_id;
+        o->user_id = job_ptr->user_id;
+        o->partition = job_ptr->part_ptr ? xstrdup(job_ptr->part_ptr->name) : nullptr;
+        if (job_ptr->direct_set_prio) o->direct_prio = job_ptr->priority;
+        list_append(out, o);
+      }
+      list_iterator_destroy(it);
+    }
+    if (!list_count(out)) FREE_NULL_LIST(out);
+  } catch (const std::exception& e) {
+    error("%s: sprio request failed: %s", kLog, e.what());
+    FREE_NULL_LIST(out);
+  } catch (...) {
+    FREE_NULL_LIST(out);
+  }
+  unlock_slurmctld(job_read);
+  return out;
+}
+
+// A job ended: charge its last seconds now rather than at the next pass (or take
+// back its usage when a node failure lost its work). Called with the job write lock.
+MLSCHED_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
+  try {
+    if (!mlsched::plugin::ctld::in_slurmctld() || !job_ptr) return;
+    const auto config = g_config.get();
+    if (!config) return;
+    mlsched::GpuWeights weights;
+    weights.by_type = config->gpu_weights;
+    const auto job = running_job(job_ptr, weights);
+    std::lock_guard<std::mutex> guard(g_mutex);
+    if (!g_ledger.charged_through(job.job_id) && !job.start_time) return;
+    g_ledger.job_end(job, job_ptr->end_time ? job_ptr->end_time : time(nullptr), is_lost_to_node_failure(job_ptr));
+  } catch (const std::exception& e) {
+    error("%s: job_end of job %u: %s", kLog, job_ptr ? job_ptr->job_id : 0, e.what());
+  } catch (...) {
+  }
+}

@@ -1,0 +1,408 @@
+// The math of priority/mlsched: GPU-weighted decayed usage, its state file, team
+// standing, quotas and borrowing, the priority formula and its starvation bound,
+// and the mlsched.conf keys that drive them.
+#include <cmath>
+
+#include "core/config.h"
+#include "core/fairshare.h"
+#include "core/priority.h"
+#include "suites.h"
+
+using namespace mlsched;
+
+namespace {
+
+constexpr int64_t kT0 = 1700000000;  // any fixed "now"; the clock is injected
+
+Config config_from(const std::string& text) {
+  auto r = parse_config(text, "mlsched.conf");
+  std::string errors;
+  for (const auto& e : r.errors) errors += e + "\n";
+  ck_assert_msg(r.config.has_value(), "%s", errors.c_str());
+  return *r.config;
+}
+
+RunningJob running(uint32_t id, const std::string& team, double weighted, uint32_t gpus, int64_t start) {
+  RunningJob j;
+  j.job_id = id;
+  j.team = team;
+  j.weighted_gpus = weighted;
+  j.gpus = gpus;
+  j.start_time = start;
+  return j;
+}
+
+bool near(double a, double b, double tolerance = 1e-6) { return std::fabs(a - b) <= tolerance * std::max(1.0, std::fabs(b)); }
+
+}  // namespace
+
+START_TEST(tres_strings_give_gpus_by_type) {
+  auto g = gpu_counts_from_tres("cpu=4,mem=8000M,node=1,billing=4,gres/gpu=10,gres/gpu:h100=8");
+  ck_assert_int_eq(g.by_type.at("h100"), 8);
+  ck_assert_int_eq(g.untyped, 2);
+  ck_assert_int_eq(g.total(), 10);
+  g = gpu_counts_from_tres("cpu=1,gres/gpu=2");
+  ck_assert_int_eq(g.by_type.size(), 0);
+  ck_assert_int_eq(g.untyped, 2);
+  ck_assert_int_eq(gpu_counts_from_tres("cpu=1,mem=100M").total(), 0);
+  ck_assert_int_eq(gpu_counts_from_tres("").total(), 0);
+}
+END_TEST
+
+START_TEST(usage_is_weighted_by_gpu_type) {
+  GpuWeights w;
+  w.by_type = {{"h100", 1.0}, {"a100", 0.6}};
+  GpuCounts g;
+  g.by_type = {{"H100", 2}, {"a100", 10}, {"t4", 1}};
+  // h100 2 x 1.0 + a100 10 x 0.6 + t4 unlisted 1 x 1.0
+  ck_assert(near(w.weighted(g), 9.0));
+}
+END_TEST
+
+START_TEST(usage_halves_after_one_half_life) {
+  UsageLedger ledger(3600);
+  ledger.account(kT0, {running(1, "vision", 8, 8, kT0 - 100)});
+  ck_assert(near(ledger.decayed("vision"), 800));
+  // The job ended at kT0; an hour later its usage counts half.
+  ledger.job_end(running(1, "vision", 8, 8, kT0 - 100), kT0, false);
+  ledger.account(kT0 + 3600, {});
+  ck_assert(near(ledger.decayed("vision"), 400));
+  ck_assert(near(ledger.teams().at("vision").charged_gpu_seconds, 800));
+  ck_assert_int_eq(ledger.tracked_jobs(), 0);
+}
+END_TEST
+
+START_TEST(zero_half_life_never_decays) {
+  UsageLedger ledger(0);
+  ledger.account(kT0, {running(1, "nlp", 1, 1, kT0 - 10)});
+  ledger.account(kT0 + 1000000, {});
+  ck_assert(near(ledger.decayed("nlp"), 10));
+}
+END_TEST
+
+START_TEST(each_second_is_charged_once) {
+  UsageLedger ledger(0);
+  const auto job = running(7, "nlp", 0.6, 1, kT0);
+  for (int64_t t = kT0; t <= kT0 + 100; t += 10) ledger.account(t, {job});
+  // Accounting the same moment twice adds nothing.
+  ledger.account(kT0 + 100, {job});
+  ck_assert(near(ledger.teams().at("nlp").charged_gpu_seconds, 100));
+  ck_assert(near(ledger.decayed("nlp"), 60));
+  ledger.job_end(job, kT0 + 105, false);
+  ck_assert(near(ledger.teams().at("nlp").charged_gpu_seconds, 105));
+}
+END_TEST
+
+START_TEST(reload_resumes_without_double_counting) {
+  UsageLedger before(0);
+  const auto job = running(42, "vision", 16, 16, kT0);
+  before.account(kT0 + 60, {job});
+  std::string error;
+  auto after = UsageLedger::parse(before.serialize(), 0, &error);
+  ck_assert_msg(after.has_value(), "%s", error.c_str());
+  ck_assert_int_eq(*after->charged_through(42), kT0 + 60);
+  // The controller was down from +60 to +90: the job still ran, and is charged
+  // from where the saved state stopped, not from its start.
+  after->account(kT0 + 90, {job});
+  ck_assert(near(after->teams().at("vision").charged_gpu_seconds, 90 * 16));
+}
+END_TEST
+
+START_TEST(work_lost_to_node_failure_is_not_charged) {
+  UsageLedger ledger(3600);
+  ledger.account(kT0, {running(1, "nlp", 1, 1, kT0 - 100)});
+  const auto failed = running(2, "vision", 8, 8, kT0 - 50);
+  ledger.account(kT0 + 50, {running(1, "nlp", 1, 1, kT0 - 100), failed});
+  ck_assert(ledger.decayed("vision") > 0);
+  ledger.job_end(failed, kT0 + 60, true);
+  ck_assert(near(ledger.decayed("vision"), 0));
+  ck_assert(near(ledger.teams().at("vision").charged_gpu_seconds, 0));
+  ck_assert(ledger.decayed("nlp") > 0);
+}
+END_TEST
+
+START_TEST(corrupt_state_is_rejected_with_reason) {
+  UsageLedger ledger(0);
+  ledger.account(kT0, {running(1, "nlp", 1, 1, kT0 - 10)});
+  const std::string good = ledger.serialize();
+  struct Case {
+    std::string text;
+    const char* reason;
+  } cases[] = {
+      {"", "empty file"},
+      {"garbage\n", "not an mlsched priority state file"},
+      {good.substr(0, good.size() - 4), "truncated"},
+      {"mlsched-priority-state 1\nteam nlp -5 3\nend\n", "bad team line"},
+      {"mlsched-priority-state 1\nteam nlp nan 3\nend\n", "bad team line"},
+      {"mlsched-priority-state 1\nteam nlp 1 1\nteam nlp 1 1\nend\n", "team nlp twice"},
+      {"mlsched-priority-state 1\njob 1 nlp x 1 1\nend\n", "bad job line"},
+      {"mlsched-priority-state 1\nwhat 1\nend\n", "unknown record 'what'"},
+      {"mlsched-priority-state 1\nend\nteam a 1 1\n", "text after 'end'"},
+      {"mlsched-priority-state 1\ndecayed_through 5 6\nend\n", "unexpected '6'"},
+  };
+  for (const auto& c : cases) {
+    std::string error;
+    ck_assert_msg(!UsageLedger::parse(c.text, 0, &error).has_value(), "accepted: %s", c.text.c_str());
+    ck_assert_contains(error, c.reason);
+  }
+}
+END_TEST
+
+START_TEST(standing_compares_usage_with_entitlement) {
+  UsageLedger ledger(0);
+  ledger.account(kT0, {running(1, "vision", 1, 1, kT0 - 200), running(2, "nlp", 1, 1, kT0 - 100)});
+  auto s = team_standing({{"vision", 2}, {"nlp", 1}, {"research", 1}}, ledger);
+  ck_assert(near(s["vision"].shares_norm, 0.5));
+  ck_assert(near(s["vision"].usage_norm, 2.0 / 3));
+  ck_assert(near(s["vision"].fairshare, std::exp2(-(2.0 / 3) / 0.5)));
+  ck_assert(near(s["nlp"].fairshare, std::exp2(-(1.0 / 3) / 0.25)));
+  // Unused entitlement: full factor, infinitely under-served.
+  ck_assert(near(s["research"].fairshare, 1.0));
+  ck_assert(std::isinf(s["research"].level));
+  ck_assert(near(s["vision"].level, 0.75));
+}
+END_TEST
+
+START_TEST(exactly_entitled_usage_gives_one_half) {
+  UsageLedger ledger(0);
+  ledger.account(kT0, {running(1, "vision", 2, 2, kT0 - 100), running(2, "nlp", 1, 1, kT0 - 100)});
+  auto s = team_standing({{"vision", 2}, {"nlp", 1}}, ledger);
+  ck_assert(near(s["vision"].fairshare, 0.5));
+  ck_assert(near(s["nlp"].fairshare, 0.5));
+}
+END_TEST
+
+START_TEST(quota_from_config_or_fair_share) {
+  Config c = config_from("TeamQuota=vision:h100=40\n");
+  std::map<std::string, TeamStanding> standing;
+  standing["vision"].shares_norm = 0.5;
+  standing["nlp"].shares_norm = 0.25;
+  const std::map<std::string, uint32_t> gpus = {{"h100", 64}, {"a100", 64}};
+  Quotas q(c, standing, gpus);
+  ck_assert_int_eq(q.guaranteed("vision", "h100"), 40);
+  ck_assert_int_eq(q.guaranteed("vision", "a100"), 32);  // no line for a100: half of 64
+  ck_assert_int_eq(q.guaranteed("nlp", "H100"), 16);
+  ck_assert_int_eq(q.guaranteed("vision", ""), 72);       // untyped job: any type
+  ck_assert_int_eq(q.guaranteed("nobody", "h100"), 0);
+}
+END_TEST
+
+START_TEST(job_beyond_guarantee_is_borrowing) {
+  Config c = config_from("TeamQuota=nlp:h100=8\n");
+  std::map<std::string, TeamStanding> standing;
+  standing["nlp"].shares_norm = 0.25;
+  const std::map<std::string, uint32_t> gpus = {{"h100", 64}};
+  Quotas q(c, standing, gpus);
+  TeamGpusInUse in_use;
+  in_use["nlp"]["h100"] = 6;
+  ck_assert(!q.borrowing("nlp", "h100", 2, in_use));  // 6 + 2 = 8: exactly its quota
+  ck_assert(q.borrowing("nlp", "h100", 3, in_use));
+  ck_assert(q.borrowing("nlp", "", 3, in_use));
+  ck_assert(!q.borrowing("nlp", "h100", 8, {}));
+}
+END_TEST
+
+namespace {
+struct Fixture {
+  Config config;
+  std::map<std::string, TeamStanding> standing;
+  std::map<std::string, uint32_t> gpus = {{"h100", 64}, {"a100", 64}};
+  TeamGpusInUse in_use;
+  Quotas quotas{config, standing, gpus};
+  explicit Fixture(const std::string& text) : config(config_from(text)) {
+    standing["vision"].shares_norm = 0.5;
+    standing["vision"].fairshare = 0.25;
+    standing["nlp"].shares_norm = 0.25;
+    standing["nlp"].fairshare = 1.0;
+  }
+  PriorityFactors of(const PendingJob& j, int64_t now) { return job_priority(j, {config, standing, quotas, in_use, 128}, now); }
+};
+
+PendingJob pending(const std::string& team, uint32_t gpus, int64_t submitted) {
+  PendingJob j;
+  j.team = team;
+  j.gpus = gpus;
+  j.submit_time = submitted;
+  return j;
+}
+}  // namespace
+
+START_TEST(priority_terms_follow_the_formula) {
+  Fixture f("PriorityMaxAge=1000 PriorityWeightFairshare=10000 PriorityWeightQuota=5000 PriorityWeightAge=1000\n"
+            "PriorityWeightJobSize=128000 PriorityWeightQOS=100 PriorityWeightPartition=10\n"
+            "PriorityWeightJobType=sweep:7\n");
+  PendingJob j = pending("vision", 8, kT0 - 500);
+  j.type = JobType::sweep;
+  j.qos_norm = 0.5;
+  j.partition_norm = 1;
+  j.nice = 20;
+  auto p = f.of(j, kT0);
+  ck_assert(near(p.fairshare, 2500));
+  ck_assert(near(p.quota, 5000));
+  ck_assert(!p.borrowing);
+  ck_assert(near(p.age, 500));
+  ck_assert(near(p.job_size, 128000.0 * 8 / 128 * 0.5));  // 4000
+  ck_assert(near(p.job_type, 7));
+  ck_assert(near(p.qos, 50));
+  ck_assert(near(p.partition, 10));
+  ck_assert_int_eq(p.total, 2500 + 5000 + 500 + 4000 + 7 + 50 + 10 - 20);
+}
+END_TEST
+
+START_TEST(age_is_capped_but_size_term_keeps_growing) {
+  Fixture f("PriorityMaxAge=100\n");
+  auto early = f.of(pending("nlp", 32, kT0), kT0 + 100);
+  auto late = f.of(pending("nlp", 32, kT0), kT0 + 1000);
+  ck_assert(near(early.age, late.age));
+  ck_assert(near(late.job_size, 10 * early.job_size));
+  // A gang grows faster than a 1-GPU job submitted at the same time.
+  ck_assert(f.of(pending("nlp", 1, kT0), kT0 + 1000).job_size * 32 <= late.job_size + 1e-6);
+}
+END_TEST
+
+START_TEST(within_quota_team_outranks_borrowing_team) {
+  Fixture f("TeamQuota=nlp:h100=8 TeamQuota=vision:h100=8 PriorityWeightFairshare=0\n");
+  f.in_use["vision"]["h100"] = 64;
+  PendingJob borrower = pending("vision", 1, kT0 - 3600);  // older, yet behind
+  borrower.gpu_type = "h100";
+  PendingJob entitled = pending("nlp", 1, kT0);
+  entitled.gpu_type = "h100";
+  auto b = f.of(borrower, kT0), e = f.of(entitled, kT0);
+  ck_assert(b.borrowing);
+  ck_assert(!e.borrowing);
+  ck_assert_uint_gt(e.total, b.total);
+}
+END_TEST
+
+START_TEST(gang_reaches_the_top_within_the_bound) {
+  Fixture f("PriorityMaxAge=60\n");
+  const double bound = seconds_to_reach_top(f.config, 32, 128);
+  // Defaults: ceiling 26000, growth 100000 x 32/128 per 60 s -> 62.4 s.
+  ck_assert(near(bound, 26000.0 / (100000.0 * 0.25 / 60)));
+  // The worst newcomer: best fair share, within quota, interactive, age at cap.
+  PendingJob gang = pending("vision", 32, kT0);
+  f.standing["vision"].fairshare = 0;
+  f.in_use["vision"]["h100"] = 1000;  // the gang's team borrows: no quota term
+  gang.gpu_type = "h100";
+  PendingJob newcomer = pending("nlp", 1, kT0 + static_cast<int64_t>(bound));
+  newcomer.type = JobType::interactive;
+  newcomer.qos_norm = 1;
+  newcomer.partition_norm = 1;
+  const int64_t at = kT0 + static_cast<int64_t>(std::ceil(bound)) + 1;
+  auto g = f.of(gang, at);
+  auto n = f.of(newcomer, at);
+  ck_assert(n.total <= bounded_priority_ceiling(f.config) + 1);
+  ck_assert_uint_gt(g.total, n.total);
+}
+END_TEST
+
+START_TEST(priority_is_at_least_one) {
+  Fixture f("PriorityWeightFairshare=0 PriorityWeightQuota=0 PriorityWeightAge=0 PriorityWeightQOS=0 "
+            "PriorityWeightPartition=0 PriorityWeightJobType=training:0\n");
+  PendingJob j = pending("nobody", 0, kT0);
+  j.nice = 10000;
+  ck_assert_int_eq(f.of(j, kT0).total, 1);
+}
+END_TEST
+
+START_TEST(priority_config_keys_are_typed) {
+  Config d = config_from("");
+  ck_assert(!d.priority_decay_half_life.has_value());
+  ck_assert(!d.priority_calc_period.has_value());
+  ck_assert_int_eq(d.priority_weight_fairshare, 10000);
+  ck_assert_int_eq(d.priority_weight_job_type[static_cast<int>(JobType::interactive)], 3000);
+  Config c = config_from(
+      "GpuWeight=H100:1.0,a100:0.6,t4:.1\n"
+      "TeamQuota=vision:h100=64,A100=32\n"
+      "teamquota=nlp:h100=8\n"
+      "PriorityDecayHalfLife=7d PriorityCalcPeriod=2 PriorityMaxAge=2h\n"
+      "PriorityWeightFairshare=1 PriorityWeightQuota=2 PriorityWeightAge=3 PriorityWeightJobSize=4\n"
+      "PriorityWeightQOS=5 PriorityWeightPartition=6 PriorityWeightJobType=interactive:9,sweep:1\n");
+  ck_assert(near(c.gpu_weights.at("h100"), 1.0));
+  ck_assert(near(c.gpu_weights.at("a100"), 0.6));
+  ck_assert(near(c.gpu_weights.at("t4"), 0.1));
+  ck_assert_int_eq(c.team_quotas.at("vision").at("a100"), 32);
+  ck_assert_int_eq(c.team_quotas.at("nlp").at("h100"), 8);
+  ck_assert_int_eq(*c.priority_decay_half_life, 7 * 86400);
+  ck_assert_int_eq(*c.priority_calc_period, 2);
+  ck_assert_int_eq(c.priority_max_age, 7200);
+  ck_assert_int_eq(c.priority_weight_fairshare, 1);
+  ck_assert_int_eq(c.priority_weight_quota, 2);
+  ck_assert_int_eq(c.priority_weight_age, 3);
+  ck_assert_int_eq(c.priority_weight_job_size, 4);
+  ck_assert_int_eq(c.priority_weight_qos, 5);
+  ck_assert_int_eq(c.priority_weight_partition, 6);
+  ck_assert_int_eq(c.priority_weight_job_type[static_cast<int>(JobType::interactive)], 9);
+  ck_assert_int_eq(c.priority_weight_job_type[static_cast<int>(JobType::sweep)], 1);
+  ck_assert_int_eq(c.priority_weight_job_type[static_cast<int>(JobType::training)], 1000);
+  ck_assert_int_eq(*config_from("PriorityDecayHalfLife=0\n").priority_decay_half_life, 0);
+}
+END_TEST
+
+START_TEST(priority_config_rejects_bad_values) {
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"GpuWeight=h100\n", "GpuWeight: 'h100' is not <gpu_type>:<weight>"},
+      {"GpuWeight=h100:fast\n", "GpuWeight: 'h100:fast' is not"},
+      {"GpuWeight=h100:-1\n", "GpuWeight: 'h100:-1' is not"},
+      {"GpuWeight=h100:2000\n", "weight from 0 to 1000"},
+      {"GpuWeight=:1\n", "GpuWeight: ':1' is not"},
+      {"GpuWeight=h100:1,H100:2\n", "GPU type h100 is weighted twice"},
+      {"TeamQuota=vision\n", "TeamQuota=vision is not <team>:<gpu_type>=<gpus>"},
+      {"TeamQuota=vision:h100\n", "'h100' is not <gpu_type>=<gpus>"},
+      {"TeamQuota=vision:h100=lots\n", "'h100=lots' is not <gpu_type>=<gpus>"},
+      {"TeamQuota=vision:h100=1,h100=2\n", "GPU type h100 given twice"},
+      {"TeamQuota=vision:h100=1\nTeamQuota=vision:a100=1\n", "team vision has two TeamQuota lines"},
+      {"PriorityDecayHalfLife=soon\n", "PriorityDecayHalfLife=soon is not a duration"},
+      {"PriorityDecayHalfLife=4000d\n", "to 3650 days"},
+      {"PriorityCalcPeriod=0\n", "PriorityCalcPeriod=0 is not a duration from 1 seconds"},
+      {"PriorityMaxAge=0\n", "PriorityMaxAge=0 is not a duration from 1 seconds"},
+      {"PriorityWeightFairshare=-1\n", "PriorityWeightFairshare=-1 is not a whole number"},
+      {"PriorityWeightAge=200000000\n", "from 0 to 100000000"},
+      {"PriorityWeightJobType=batch:5\n", "PriorityWeightJobType: 'batch:5' is not <job type>:<weight>"},
+      {"PriorityWeightJobType=sweep\n", "PriorityWeightJobType: 'sweep' is not"},
+      {"PriorityWeightFairshar=1\n", "did you mean 'PriorityWeightFairshare'"},
+  };
+  for (const auto& c : cases) {
+    auto r = parse_config(c.text, "mlsched.conf");
+    std::string errors;
+    for (const auto& e : r.errors) errors += e + "\n";
+    ck_assert_msg(!r.config.has_value(), "accepted: %s", c.text);
+    ck_assert_contains(errors, c.message);
+  }
+}
+END_TEST
+
+Suite* priority_suite() {
+  Suite* s = suite_create("priority");
+  TCase* usage = tcase_create("usage");
+  tcase_add_test(usage, tres_strings_give_gpus_by_type);
+  tcase_add_test(usage, usage_is_weighted_by_gpu_type);
+  tcase_add_test(usage, usage_halves_after_one_half_life);
+  tcase_add_test(usage, zero_half_life_never_decays);
+  tcase_add_test(usage, each_second_is_charged_once);
+  tcase_add_test(usage, reload_resumes_without_double_counting);
+  tcase_add_test(usage, work_lost_to_node_failure_is_not_charged);
+  tcase_add_test(usage, corrupt_state_is_rejected_with_reason);
+  suite_add_tcase(s, usage);
+  TCase* standing = tcase_create("standing");
+  tcase_add_test(standing, standing_compares_usage_with_entitlement);
+  tcase_add_test(standing, exactly_entitled_usage_gives_one_half);
+  tcase_add_test(standing, quota_from_config_or_fair_share);
+  tcase_add_test(standing, job_beyond_guarantee_is_borrowing);
+  suite_add_tcase(s, standing);
+  TCase* formula = tcase_create("formula");
+  tcase_add_test(formula, priority_terms_follow_the_formula);
+  tcase_add_test(formula, age_is_capped_but_size_term_keeps_growing);
+  tcase_add_test(formula, within_quota_team_outranks_borrowing_team);
+  tcase_add_test(formula, gang_reaches_the_top_within_the_bound);
+  tcase_add_test(formula, priority_is_at_least_one);
+  suite_add_tcase(s, formula);
+  TCase* config = tcase_create("config");
+  tcase_add_test(config, priority_config_keys_are_typed);
+  tcase_add_test(config, priority_config_rejects_bad_values);
+  suite_add_tcase(s, config);
+  return s;
+}
