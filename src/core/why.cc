@@ -1,0 +1,593 @@
+// See why.h. The resource model is deliberately the one the plugins use: GPUs of
+// one type, a gang inside one unit of a locality scope, nodes down or drained
+// count as full. CPUs and memory are not modelled; Slurm's own reason covers them.
+#include "core/why.h"
+
+#include <algorithm>
+#include <set>
+
+#include "core/placement.h"
+#include "core/text.h"
+#include "core/topo.h"
+
+namespace mlsched {
+
+namespace wr = wait_reason;
+
+const std::vector<WaitReasonDoc>& wait_reason_docs() {
+  static const std::vector<WaitReasonDoc> docs = {
+      {wr::kHeldByUser, "the owner held the job (scontrol hold / sbatch -H); scontrol release starts it"},
+      {wr::kHeldByAdmin, "an administrator held the job; only an administrator can release it"},
+      {wr::kWaitingForDependency, "upstream jobs named in --dependency have not finished as required"},
+      {wr::kDependencyNeverSatisfied, "an upstream job ended in a way that can never satisfy the dependency"},
+      {wr::kBeginTimeNotReached, "the job asked not to start before --begin"},
+      {wr::kBadDirectives, "the mlsched directives stored with the job cannot be read"},
+      {wr::kGpuTypeNotInCluster, "no node of the cluster has the GPU type the job asks for"},
+      {wr::kNotEnoughFreeGpus, "fewer GPUs of the acceptable types are free than the job needs"},
+      {wr::kFreeGpusFragmented, "enough GPUs are free in total, but not on few enough nodes for the job's shape"},
+      {wr::kStrictLocality, "the gang would fit now, but not inside one unit of its strict locality scope"},
+      {wr::kGpuNodesUnavailable, "nodes with the acceptable GPU types are down or drained"},
+      {wr::kBehindHigherPriority, "pending jobs with higher priority want the same GPU types"},
+      {wr::kAccountOrQosLimit, "a limit of the job's account (team) or QOS holds it back"},
+      {wr::kPartitionLimit, "the job exceeds a limit of its partition"},
+      {wr::kReservation, "the job waits for its reservation, or reserved nodes are in its way"},
+      {wr::kOtherSlurmReason, "Slurm gives a reason mlsched does not analyse further"},
+      {wr::kWaitingForScheduler, "nothing blocks the job in mlsched's model; Slurm starts it at its next cycle"},
+  };
+  return docs;
+}
+
+std::vector<DependencyRef> parse_dependencies(std::string_view slurm_dependency) {
+  std::vector<DependencyRef> out;
+  const std::string text = trim(slurm_dependency);
+  if (text.empty() || text == "(null)") return out;
+  // Entries are separated by ',' (all must hold) or '?' (any may hold).
+  std::string item;
+  auto flush = [&]() {
+    std::string entry = trim(item);
+    item.clear();
+    if (entry.empty()) return;
+    DependencyRef ref;
+    if (const size_t paren = entry.find('('); paren != std::string::npos) {
+      const size_t close = entry.find(')', paren);
+      ref.status = entry.substr(paren + 1, close == std::string::npos ? std::string::npos : close - paren - 1);
+      entry.resize(paren);
+    }
+    const auto parts = split(entry, ':');
+    ref.condition = parts[0];
+    for (size_t i = 1; i < parts.size(); ++i) {
+      DependencyRef one = ref;
+      // "812+60" (time delay) and "812_*" (array) keep only the job id.
+      std::string id = parts[i];
+      id = id.substr(0, id.find_first_of("+_"));
+      if (auto n = parse_uint(id)) one.job_id = static_cast<uint32_t>(*n);
+      out.push_back(one);
+    }
+    if (parts.size() == 1) out.push_back(ref);
+  };
+  for (char c : text) {
+    if (c == ',' || c == '?') flush();
+    else item += c;
+  }
+  flush();
+  return out;
+}
+
+std::vector<int> gpu_indices_from_gres(std::string_view gres) {
+  std::vector<int> out;
+  // Entries are separated by commas outside parentheses; "(IDX:0,2)" has its own.
+  std::vector<std::string> items(1);
+  int depth = 0;
+  for (char c : gres) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) items.emplace_back();
+    else items.back() += c;
+  }
+  for (const auto& raw : items) {
+    const std::string item = trim(raw);
+    if (split(split(item, '(')[0], ':')[0] != "gpu") continue;
+    const size_t idx = item.find("IDX:");
+    if (idx == std::string::npos) continue;
+    const size_t close = item.find(')', idx);
+    const std::string ranges = item.substr(idx + 4, close == std::string::npos ? std::string::npos : close - idx - 4);
+    if (ranges == "N/A") continue;
+    for (const auto& r : split(ranges, ',')) {
+      const auto ends = split(r, '-');
+      auto first = parse_uint(trim(ends[0]));
+      auto last = ends.size() > 1 ? parse_uint(trim(ends[1])) : first;
+      if (!first || !last) continue;
+      for (uint64_t i = *first; i <= *last; ++i) out.push_back(static_cast<int>(i));
+    }
+  }
+  return out;
+}
+
+std::optional<GpuTres> gpus_from_tres(std::string_view tres) {
+  std::optional<GpuTres> out;
+  for (std::string item : split(tres, ',')) {
+    item = trim(item);
+    if (starts_with(item, "gres:") || starts_with(item, "gres/")) item = item.substr(5);
+    if (!starts_with(item, "gpu")) continue;
+    // "gpu:h100:8", "gpu:8", "gpu:h100=8", "gpu=8"
+    for (char& c : item)
+      if (c == '=') c = ':';
+    const auto parts = split(item, ':');
+    if (parts[0] != "gpu") continue;
+    GpuTres g;
+    if (parts.size() == 2) {
+      if (auto n = parse_uint(parts[1])) g.count = static_cast<uint32_t>(*n);
+    } else if (parts.size() >= 3) {
+      g.type = parts[1];
+      if (auto n = parse_uint(parts[2])) g.count = static_cast<uint32_t>(*n);
+    } else {
+      g.count = 1;
+    }
+    if (!out) out = g;
+    else out->count += g.count;
+  }
+  return out;
+}
+
+std::string format_duration(long long s) {
+  if (s < 0) s = 0;
+  if (s < 60) return std::to_string(s) + " s";
+  if (s < 3600) return std::to_string((s + 30) / 60) + " min";
+  if (s < 86400) {
+    const long long m = (s + 30) / 60;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld h %02lld min", m / 60, m % 60);
+    return buf;
+  }
+  const long long h = (s + 1800) / 3600;
+  return std::to_string(h / 24) + " d " + std::to_string(h % 24) + " h";
+}
+
+namespace {
+
+std::string unit_of(const GpuNode& n, Locality scope) {
+  switch (scope) {
+    case Locality::node: return n.name;
+    case Locality::nvlink_domain: return n.nvlink_domain;
+    case Locality::switch_scope: return n.leaf_switch;
+    case Locality::any: return "cluster";
+  }
+  return "";
+}
+
+std::string scope_word(Locality scope) { return scope == Locality::any ? "cluster" : to_string(scope); }
+
+// Node indexes of each unit of a scope holding GPUs of the type, by unit name.
+std::map<std::string, std::vector<size_t>> units(const Cluster& cluster, Locality scope, const std::string& type) {
+  std::map<std::string, std::vector<size_t>> out;
+  const auto& nodes = cluster.nodes();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (nodes[i].gpus == 0 || nodes[i].gpu_type != type) continue;
+    const std::string u = unit_of(nodes[i], scope);
+    if (!u.empty()) out[u].push_back(i);
+  }
+  return out;
+}
+
+uint32_t free_on(const ClusterState& state, size_t i) { return i < state.size() ? state[i].free_gpus() : 0; }
+
+// The select plugin's own placement, restricted to the nodes in `allowed`, with
+// one GPU type and one scope, never wider: so "would fit" here means the plugin
+// would place it.
+PlacementPlan place_exactly(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& allowed,
+                            Locality scope, const std::string& type, const GangShape& gang) {
+  PlacementRequest req;
+  req.gang = gang;
+  req.gpu_types = {type};
+  req.locality = scope;
+  req.mode = LocalityMode::strict;
+  return plan_placement(cluster, state, allowed, req);
+}
+
+std::vector<bool> usable_mask(const ClusterState& state) {
+  std::vector<bool> mask(state.size());
+  for (size_t i = 0; i < state.size(); ++i) mask[i] = state[i].usable;
+  return mask;
+}
+
+std::string need_text(const GpuRequest& r, const std::vector<std::string>& types) {
+  const std::string type_text = types.empty() ? "" : join(types, " or ") + " ";
+  std::string s = std::to_string(r.total_gpus()) + " " + type_text + "GPUs";
+  if (r.gang.gpus_per_node) s += " as " + std::to_string(r.gang.nodes) + " node" + (r.gang.nodes > 1 ? "s" : "") + " x " +
+                                 std::to_string(r.gang.gpus_per_node);
+  else if (r.gang.nodes > 1) s += " on at least " + std::to_string(r.gang.nodes) + " nodes";
+  s += ", locality " + to_string(r.locality) + " (" + to_string(r.locality_mode) + ")";
+  return s;
+}
+
+std::string job_label(uint32_t id, const std::string& name) {
+  return name.empty() ? std::to_string(id) : name + " " + std::to_string(id);
+}
+
+bool shares_type(const std::vector<std::string>& a, const std::vector<std::string>& b) {
+  if (a.empty() || b.empty()) return true;
+  for (const auto& t : a)
+    if (std::find(b.begin(), b.end(), t) != b.end()) return true;
+  return false;
+}
+
+}  // namespace
+
+FitNow fit_now(const Cluster& cluster, const ClusterState& state, Locality scope, const std::string& gpu_type,
+               const GangShape& gang) {
+  FitNow out;
+  if (state.size() != cluster.nodes().size()) return out;
+  const PlacementPlan plan = place_exactly(cluster, state, usable_mask(state), scope, gpu_type, gang);
+  if (!plan.candidates.empty()) {
+    const PlacementCandidate& c = plan.candidates.front();
+    out.fits = true;
+    out.unit = c.unit;
+    for (size_t i : c.unit_nodes) out.free_in_unit += free_on(state, i);
+    for (size_t i : c.nodes) out.nodes.push_back(cluster.nodes()[i].name);
+    return out;
+  }
+  for (const auto& s : plan.shortfalls) {
+    if (s.gpu_type != gpu_type) continue;
+    out.unit = s.best_unit;
+    out.free_in_unit = s.best_unit_free_gpus;
+  }
+  return out;
+}
+
+WhyReport explain(const JobFacts& job, const Snapshot& snap) {
+  WhyReport rep;
+  const Cluster& cluster = *snap.cluster;
+  const GpuRequest& req = job.request;
+  const std::string& sr = job.slurm_reason;
+
+  if (sr == "JobHeldUser") rep.findings.push_back({wr::kHeldByUser, "held by its owner; `scontrol release " + std::to_string(job.job_id) + "` lets it start"});
+  if (sr == "JobHeldAdmin") rep.findings.push_back({wr::kHeldByAdmin, "held by an administrator (priority 0); ask them to release it"});
+
+  // Dependencies: name every upstream job that is still in the way.
+  std::vector<std::string> waiting, broken;
+  time_t upstream_end = 0;
+  for (const auto& up : job.upstream) {
+    if (up.ref.status != "unfulfilled" && up.ref.status != "failed") continue;
+    std::string text = up.ref.condition + " on " + (up.ref.job_id ? job_label(up.ref.job_id, up.name) : std::string("singleton"));
+    if (!up.found && up.ref.job_id) text += " (no longer known to Slurm)";
+    else if (!up.state.empty()) {
+      text += ", " + up.state;
+      if (up.state == "RUNNING" && up.expected_end > snap.now) {
+        text += ", ~" + format_duration(up.expected_end - snap.now) + " left at most";
+        upstream_end = std::max(upstream_end, up.expected_end);
+      }
+    }
+    (up.ref.status == "failed" ? broken : waiting).push_back(text);
+  }
+  if (!waiting.empty()) rep.findings.push_back({wr::kWaitingForDependency, "waits for " + join(waiting, "; ")});
+  if (!broken.empty() || sr == "DependencyNeverSatisfied")
+    rep.findings.push_back({wr::kDependencyNeverSatisfied,
+                            (broken.empty() ? std::string("Slurm reports the dependency can never be satisfied")
+                                            : "can never start: " + join(broken, "; ") + " ended the wrong way") +
+                                "; cancel it or change --dependency"});
+  if (sr == "BeginTime" || job.begin_time > snap.now)
+    rep.findings.push_back({wr::kBeginTimeNotReached, "asked not to start before --begin, " +
+                                                           format_duration(job.begin_time - snap.now) + " from now"});
+  if (!job.directives && starts_with(lowercase(trim(job.admin_comment)), kStoredPrefix))
+    rep.findings.push_back({wr::kBadDirectives, "the stored directives cannot be read: '" + job.admin_comment + "'"});
+
+  // Resources, per acceptable GPU type present in the cluster.
+  std::vector<std::string> present, missing;
+  if (req.gpu_types.empty()) present = cluster.gpu_types();
+  for (const auto& t : req.gpu_types) {
+    if (auto c = cluster.canonical_gpu_type(t)) present.push_back(*c);
+    else missing.push_back(t);
+  }
+  rep.need = req.total_gpus() ? need_text(req, req.gpu_types) : "no GPUs";
+  const uint32_t need = req.total_gpus();
+  const bool strict = req.locality_mode == LocalityMode::strict;
+  bool fits_now = need == 0;
+  if (need > 0) {
+    if (!missing.empty())
+      rep.findings.push_back({wr::kGpuTypeNotInCluster, "no node has " + join(missing, ", ") + " GPUs; the cluster has " +
+                                                             join(cluster.gpu_types(), ", ")});
+    std::vector<std::string> short_of, fragmented, too_narrow;
+    uint32_t unusable_nodes = 0, unusable_gpus = 0;
+    std::vector<std::string> unusable_names;
+    for (const auto& type : present) {
+      uint32_t free = 0, total = 0;
+      const auto& nodes = cluster.nodes();
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].gpu_type != type) continue;
+        total += nodes[i].gpus;
+        free += free_on(snap.state, i);
+        if (i < snap.state.size() && !snap.state[i].usable) {
+          ++unusable_nodes;
+          unusable_gpus += nodes[i].gpus;
+          unusable_names.push_back(nodes[i].name);
+        }
+      }
+      const FitNow in_scope = fit_now(cluster, snap.state, req.locality, type, req.gang);
+      const FitNow anywhere = fit_now(cluster, snap.state, Locality::any, type, req.gang);
+      if (in_scope.fits || (!strict && anywhere.fits)) {
+        fits_now = true;
+        continue;
+      }
+      if (free < need) {
+        short_of.push_back(std::to_string(free) + " of " + std::to_string(total) + " " + type + " free");
+      } else if (!anywhere.fits) {
+        std::string shape = req.gang.gpus_per_node
+                                ? "no " + std::to_string(req.gang.nodes) + " node" + (req.gang.nodes > 1 ? "s" : "") +
+                                      " with " + std::to_string(req.gang.gpus_per_node) + " free each"
+                                : "not on " + std::to_string(req.gang.nodes) + " node(s)";
+        fragmented.push_back(std::to_string(free) + " " + type + " free in total (needs " + std::to_string(need) + ") but " + shape);
+      } else {
+        too_narrow.push_back("no single " + scope_word(req.locality) + " can take " + std::to_string(need) + " " + type +
+                             " now (best: " + in_scope.unit + " with " + std::to_string(in_scope.free_in_unit) +
+                             " free)");
+      }
+    }
+    if (!fits_now) {
+      if (!short_of.empty() && fragmented.empty() && too_narrow.empty())
+        rep.findings.push_back({wr::kNotEnoughFreeGpus, "needs " + std::to_string(need) + "; " + join(short_of, ", ")});
+      else if (!short_of.empty())
+        rep.findings.push_back({wr::kNotEnoughFreeGpus, join(short_of, ", ") + " (needs " + std::to_string(need) + ")"});
+      if (!fragmented.empty()) rep.findings.push_back({wr::kFreeGpusFragmented, join(fragmented, "; ")});
+      if (!too_narrow.empty())
+        rep.findings.push_back({wr::kStrictLocality, join(too_narrow, "; ") + " and locality-mode=strict forbids running wider"});
+    }
+    if (unusable_nodes > 0)
+      rep.findings.push_back({wr::kGpuNodesUnavailable, std::to_string(unusable_nodes) + " node(s) with " +
+                                                            std::to_string(unusable_gpus) + " GPUs are down or drained (" +
+                                                            join(unusable_names, ",") + ")"});
+
+    // Free GPUs per unit, for the screen.
+    for (const auto& type : present) {
+      std::vector<Locality> scopes;
+      if (cluster.has_nvlink_domains()) scopes.push_back(Locality::nvlink_domain);
+      if (cluster.has_switches()) scopes.push_back(Locality::switch_scope);
+      scopes.push_back(Locality::any);
+      for (Locality scope : scopes) {
+        for (const auto& [name, members] : units(cluster, scope, type)) {
+          UnitUse u{scope_word(scope), name, type, 0, 0, 0};
+          for (size_t i : members) {
+            u.total += cluster.nodes()[i].gpus;
+            u.free += free_on(snap.state, i);
+            if (i < snap.state.size() && !snap.state[i].usable) u.unusable += cluster.nodes()[i].gpus;
+          }
+          rep.free.push_back(u);
+        }
+      }
+    }
+
+    // Counterfactuals, each computed on the same snapshot.
+    if (!fits_now) {
+      for (const auto& type : present) {
+        if (req.locality == Locality::any) break;
+        const FitNow anywhere = fit_now(cluster, snap.state, Locality::any, type, req.gang);
+        if (!anywhere.fits) continue;
+        uint32_t free = 0;
+        std::set<std::string> spanned;
+        for (const auto& name : anywhere.nodes) {
+          const GpuNode* n = cluster.find_node(name);
+          const auto& nodes = cluster.nodes();
+          const size_t idx = static_cast<size_t>(n - nodes.data());
+          free += free_on(snap.state, idx);
+          spanned.insert(unit_of(*n, req.locality));
+        }
+        if (strict)
+          rep.counterfactuals.push_back({"locality-mode=prefer", "would fit now: " + std::to_string(free) + " " + type +
+                                                                     " free across " + std::to_string(spanned.size()) + " " +
+                                                                     scope_word(req.locality) + (spanned.size() > 1 ? "s" : "") +
+                                                                     " (" + join(anywhere.nodes, ",") + ")"});
+        // The narrowest wider scope that works, when it is not "any".
+        for (int s = static_cast<int>(req.locality) + 1; s < static_cast<int>(Locality::any); ++s) {
+          const Locality wider = static_cast<Locality>(s);
+          if (wider == Locality::switch_scope && !cluster.has_switches()) continue;
+          const FitNow f = fit_now(cluster, snap.state, wider, type, req.gang);
+          if (f.fits) {
+            rep.counterfactuals.push_back({"locality=" + to_string(wider), "would fit now in " + f.unit + " (" +
+                                                                               std::to_string(f.free_in_unit) + " " + type +
+                                                                               " free there)"});
+            break;
+          }
+        }
+        break;
+      }
+      for (const auto& type : cluster.gpu_types()) {
+        if (std::find(present.begin(), present.end(), type) != present.end()) continue;
+        const FitNow f = fit_now(cluster, snap.state, req.locality, type, req.gang);
+        const FitNow wide = fit_now(cluster, snap.state, Locality::any, type, req.gang);
+        if (f.fits)
+          rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now in " + f.unit + " (" +
+                                                                 std::to_string(f.free_in_unit) + " " + type + " free there)"});
+        else if (!strict && wide.fits)
+          rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now across " + join(wide.nodes, ",")});
+      }
+    }
+
+    // Who holds the place the job would get first, and when they are due to end.
+    if (!fits_now) {
+      const Locality scope = strict ? req.locality : Locality::any;
+      time_t best_time = 0;
+      for (const auto& type : present) {
+        for (const auto& [name, members] : units(cluster, scope, type)) {
+          std::set<std::string> member_names;
+          for (size_t i : members) member_names.insert(cluster.nodes()[i].name);
+          std::vector<Blocker> holders;
+          for (const auto& rj : snap.running) {
+            Blocker b{rj, 0};
+            for (const auto& [node, idx] : rj.gpus_by_node)
+              if (member_names.count(node)) b.gpus += static_cast<uint32_t>(idx.size());
+            if (b.gpus) holders.push_back(b);
+          }
+          std::stable_sort(holders.begin(), holders.end(), [](const Blocker& a, const Blocker& b) {
+            const time_t ea = a.job.expected_end ? a.job.expected_end : INT64_MAX;
+            const time_t eb = b.job.expected_end ? b.job.expected_end : INT64_MAX;
+            return ea != eb ? ea < eb : a.job.job_id < b.job.job_id;
+          });
+          ClusterState state = snap.state;
+          std::vector<Blocker> released;
+          bool fits = false;
+          time_t when = 0;
+          for (const auto& h : holders) {
+            if (!h.job.expected_end) break;  // never ends by itself
+            for (const auto& [node, idx] : h.job.gpus_by_node) {
+              const GpuNode* n = cluster.find_node(node);
+              if (!n) continue;
+              auto& ns = state[static_cast<size_t>(n - cluster.nodes().data())];
+              for (int g : idx)
+                if (g >= 0 && static_cast<size_t>(g) < ns.gpu_busy.size()) ns.gpu_busy[g] = false;
+            }
+            released.push_back(h);
+            when = h.job.expected_end;
+            std::vector<bool> only_unit(cluster.nodes().size(), false);
+            for (size_t i : members) only_unit[i] = state[i].usable;
+            if (!place_exactly(cluster, state, only_unit, scope, type, req.gang).candidates.empty()) {
+              fits = true;
+              break;
+            }
+          }
+          if (fits && (best_time == 0 || when < best_time)) {
+            best_time = when;
+            rep.blocked_place = name == "cluster" ? "the cluster" : name;
+            rep.blockers = released;
+          }
+        }
+      }
+      rep.model_eta = best_time;
+      if (rep.model_eta && upstream_end > rep.model_eta) rep.model_eta = upstream_end;
+    }
+  }
+
+  // Priority among pending jobs that want the same GPU types.
+  std::vector<PendingJob> rivals;
+  for (const auto& p : snap.pending) {
+    if (p.job_id == job.job_id || p.priority == 0) continue;
+    if (!shares_type(p.gpu_types, present.empty() ? req.gpu_types : present)) continue;
+    rivals.push_back(p);
+  }
+  std::stable_sort(rivals.begin(), rivals.end(), [](const PendingJob& a, const PendingJob& b) {
+    return a.priority != b.priority ? a.priority > b.priority : a.job_id < b.job_id;
+  });
+  rep.competing = static_cast<int>(rivals.size()) + 1;
+  rep.rank = 1;
+  for (const auto& p : rivals) {
+    if (p.priority > job.priority || (p.priority == job.priority && p.job_id < job.job_id)) {
+      ++rep.rank;
+      if (rep.ahead.size() < 5) rep.ahead.push_back(p);
+    }
+  }
+  if (!rep.ahead.empty() && job.priority > 0) {
+    std::vector<std::string> names;
+    for (const auto& p : rep.ahead)
+      names.push_back(job_label(p.job_id, p.name) + " (" + p.user + ", priority " + std::to_string(p.priority) + ")");
+    rep.findings.push_back({wr::kBehindHigherPriority, std::to_string(rep.rank - 1) + " pending job(s) for the same GPUs come first: " +
+                                                           join(names, ", ")});
+  }
+
+  // Slurm's own reason, when it says more than the analysis above.
+  static const std::set<std::string> covered = {"None", "Resources", "Priority", "Dependency", "JobHeldUser",
+                                                "JobHeldAdmin", "BeginTime", "DependencyNeverSatisfied", ""};
+  if (!covered.count(sr)) {
+    const std::string detail = job.slurm_reason_detail.empty() ? "" : " (" + job.slurm_reason_detail + ")";
+    if (starts_with(sr, "Assoc") || starts_with(sr, "QOS") || starts_with(sr, "MaxGRES"))
+      rep.findings.push_back({wr::kAccountOrQosLimit, "Slurm: " + sr + detail});
+    else if (starts_with(sr, "Partition"))
+      rep.findings.push_back({wr::kPartitionLimit, "Slurm: " + sr + detail});
+    else if (sr.find("Reserv") != std::string::npos)
+      rep.findings.push_back({wr::kReservation, "Slurm: " + sr + detail});
+    else
+      rep.findings.push_back({wr::kOtherSlurmReason, "Slurm: " + sr + detail});
+  }
+  if (rep.findings.empty() && job.state == "PENDING")
+    rep.findings.push_back({wr::kWaitingForScheduler, fits_now && need > 0
+                                                          ? "the GPUs it needs are free now; Slurm should start it within a scheduling cycle"
+                                                          : "nothing in mlsched's model blocks it; Slurm should start it within a scheduling cycle"});
+
+  // Listing order: the order of wait_reason_docs().
+  const auto& docs = wait_reason_docs();
+  auto order = [&](const Finding& f) {
+    for (size_t i = 0; i < docs.size(); ++i)
+      if (f.reason == docs[i].code) return i;
+    return docs.size();
+  };
+  std::stable_sort(rep.findings.begin(), rep.findings.end(),
+                   [&](const Finding& a, const Finding& b) { return order(a) < order(b); });
+  return rep;
+}
+
+std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
+  std::string out;
+  auto line = [&](const std::string& s) { out += s + "\n"; };
+  auto clock = [](time_t t) {
+    char buf[32];
+    struct tm tmv;
+    localtime_r(&t, &tmv);
+    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tmv);
+    return std::string(buf);
+  };
+  std::string head = "job " + job_label(job.job_id, job.name) + " (" + job.user + ", account " + job.account +
+                     ", partition " + job.partition + "): " + job.state;
+  if (job.state == "PENDING" && job.submit_time) head += " for " + format_duration(now - job.submit_time);
+  line(head);
+  line("  needs:      " + rep.need);
+  line("  directives: " + (job.directives ? job.directives->to_string() : std::string("none (not an mlsched job)")));
+
+  if (job.state == "RUNNING") {
+    std::vector<std::string> where;
+    for (const auto& [node, idx] : job.gpus_by_node) {
+      std::vector<unsigned> u(idx.begin(), idx.end());
+      where.push_back(node + (idx.empty() ? "" : " (GPU " + format_ranges(u) + ")"));
+    }
+    line("  runs on:    " + (where.empty() ? std::string("-") : join(where, ", ")));
+    if (job.start_time) line("  started:    " + clock(job.start_time) + " (" + format_duration(now - job.start_time) + " ago)");
+    if (job.end_time > now) line("  ends:       " + clock(job.end_time) + " at the latest (in " + format_duration(job.end_time - now) + ")");
+    return out;
+  }
+  if (job.state != "PENDING") return out;
+
+  line("  Slurm says: " + (job.slurm_reason.empty() ? std::string("-") : job.slurm_reason));
+  line("");
+  line("why it waits:");
+  size_t width = 0;
+  for (const auto& f : rep.findings) width = std::max(width, f.reason.size());
+  for (const auto& f : rep.findings) line("  " + f.reason + std::string(width - f.reason.size() + 2, ' ') + f.message);
+
+  if (!rep.free.empty()) {
+    line("");
+    line("free GPUs now:");
+    for (const auto& u : rep.free) {
+      const std::string where = u.scope == "cluster" ? std::string("whole cluster") : u.scope + " " + u.unit;
+      std::string s = "  " + u.gpu_type + "  " + where + ": " + std::to_string(u.free) + " of " +
+                      std::to_string(u.total) + " free";
+      if (u.unusable) s += " (" + std::to_string(u.unusable) + " on nodes down or drained)";
+      line(s);
+    }
+  }
+  if (!rep.counterfactuals.empty()) {
+    line("");
+    line("would start sooner with:");
+    for (const auto& c : rep.counterfactuals) line("  " + c.change + ": " + c.message);
+  }
+  if (!rep.blockers.empty()) {
+    line("");
+    line("in its way (" + rep.blocked_place + "):");
+    for (const auto& b : rep.blockers)
+      line("  job " + job_label(b.job.job_id, b.job.name) + " (" + b.job.user + ", " + b.job.account + ") holds " +
+           std::to_string(b.gpus) + " GPUs, " +
+           (b.job.expected_end ? "ends by " + clock(b.job.expected_end) + " (in " + format_duration(b.job.expected_end - now) + ")"
+                               : std::string("has no time limit")));
+  }
+  line("");
+  std::string eta = "ETA: ";
+  if (job.start_time > now)
+    eta += clock(job.start_time) + " (in " + format_duration(job.start_time - now) + "), Slurm's backfill estimate";
+  else
+    eta += "Slurm has no estimate yet";
+  if (rep.model_eta)
+    eta += "; mlsched's model: by " + clock(rep.model_eta) + " (in " + format_duration(rep.model_eta - now) +
+           "), when the jobs in its way reach their time limits";
+  line(eta);
+  std::string prio = "priority: " + std::to_string(job.priority) + ", rank " + std::to_string(rep.rank) + " of " +
+                     std::to_string(rep.competing) + " pending jobs for the same GPU types";
+  line(prio);
+  return out;
+}
+
+}  // namespace mlsched

@@ -1,0 +1,181 @@
+// "Why is my job waiting?": every reason a pending job waits, each a named,
+// documented constant with the numbers behind it, computed on a snapshot of the
+// cluster (GPU model, live GPU use, running and pending jobs) taken by the caller.
+// Counterfactuals ("with locality-mode=prefer it would fit now") are computed on
+// the same snapshot, not guessed.
+#pragma once
+
+#include <cstdint>
+#include <ctime>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cluster.h"
+#include "core/directives.h"
+
+namespace mlsched {
+
+// The reasons, in the order `why` lists them (most fundamental first).
+namespace wait_reason {
+inline constexpr const char* kHeldByUser = "HeldByUser";
+inline constexpr const char* kHeldByAdmin = "HeldByAdmin";
+inline constexpr const char* kWaitingForDependency = "WaitingForDependency";
+inline constexpr const char* kDependencyNeverSatisfied = "DependencyNeverSatisfied";
+inline constexpr const char* kBeginTimeNotReached = "BeginTimeNotReached";
+inline constexpr const char* kBadDirectives = "BadDirectives";
+inline constexpr const char* kGpuTypeNotInCluster = "GpuTypeNotInCluster";
+inline constexpr const char* kNotEnoughFreeGpus = "NotEnoughFreeGpus";
+inline constexpr const char* kFreeGpusFragmented = "FreeGpusFragmented";
+inline constexpr const char* kStrictLocality = "StrictLocalityCannotFit";
+inline constexpr const char* kGpuNodesUnavailable = "GpuNodesUnavailable";
+inline constexpr const char* kBehindHigherPriority = "BehindHigherPriorityJobs";
+inline constexpr const char* kAccountOrQosLimit = "AccountOrQosLimit";
+inline constexpr const char* kPartitionLimit = "PartitionLimit";
+inline constexpr const char* kReservation = "WaitingForReservation";
+inline constexpr const char* kOtherSlurmReason = "OtherSlurmReason";
+inline constexpr const char* kWaitingForScheduler = "WaitingForSchedulerCycle";
+}  // namespace wait_reason
+
+struct WaitReasonDoc {
+  const char* code;
+  const char* meaning;
+};
+// Every reason with what it means, in listing order (for --help and docs).
+const std::vector<WaitReasonDoc>& wait_reason_docs();
+
+// What a job asks for, in GPUs.
+struct GpuRequest {
+  GangShape gang;                      // nodes, GPUs per node or in total
+  std::vector<std::string> gpu_types;  // acceptable types, first choice first; empty: any
+  Locality locality = Locality::any;
+  LocalityMode locality_mode = LocalityMode::prefer;
+  uint32_t total_gpus() const { return gang.gpus_per_node ? gang.gpus_per_node * gang.nodes : gang.total_gpus; }
+};
+
+// One entry of Slurm's dependency string ("afterok:812(unfulfilled)").
+struct DependencyRef {
+  std::string condition;  // afterok, afterany, afternotok, after, aftercorr, singleton
+  uint32_t job_id = 0;    // 0 for singleton
+  std::string status;     // unfulfilled, failed, ... ("" when Slurm gave none)
+};
+std::vector<DependencyRef> parse_dependencies(std::string_view slurm_dependency);
+
+// GPU indexes in Slurm's allocation strings, as in a node's gres_used and a
+// running job's gres_detail: "gpu:h100:2(IDX:0-1,4)" -> 0,1,4; "(IDX:N/A)" -> none.
+std::vector<int> gpu_indices_from_gres(std::string_view gres);
+
+// The GPUs of one of a job's TRES request strings ("gres:gpu:h100:8",
+// "gres/gpu:a100=2", "cpu=4,gres:gpu:2"); nullopt when it asks for none.
+struct GpuTres {
+  std::string type;  // "" when untyped
+  uint32_t count = 0;
+};
+std::optional<GpuTres> gpus_from_tres(std::string_view tres);
+
+// An upstream job as the caller looked it up.
+struct UpstreamJob {
+  DependencyRef ref;
+  bool found = false;      // false: Slurm no longer knows the job
+  std::string name;
+  std::string state;       // RUNNING, PENDING, COMPLETED ...
+  time_t expected_end = 0; // 0: unknown
+};
+
+struct RunningJob {
+  uint32_t job_id = 0;
+  std::string name, user, account;
+  std::map<std::string, std::vector<int>> gpus_by_node;  // node -> GPU indices
+  time_t expected_end = 0;                                 // 0: no time limit
+};
+
+struct PendingJob {
+  uint32_t job_id = 0;
+  std::string name, user, partition;
+  uint32_t priority = 0;               // 0: held
+  std::vector<std::string> gpu_types;  // empty: any
+  uint32_t gpus = 0;
+};
+
+// The job asked about, as read from Slurm.
+struct JobFacts {
+  uint32_t job_id = 0;
+  std::string name, user, account, partition;
+  std::string state;                 // "PENDING", "RUNNING", ...
+  std::string slurm_reason;          // Slurm's reason string ("Resources", "JobHeldUser")
+  std::string slurm_reason_detail;   // Slurm's state_desc, if any
+  uint32_t priority = 0;
+  time_t submit_time = 0, begin_time = 0, start_time = 0, end_time = 0;
+  GpuRequest request;
+  std::string admin_comment;
+  std::optional<JobDirectives> directives;
+  std::vector<UpstreamJob> upstream;
+  std::map<std::string, std::vector<int>> gpus_by_node;  // when running
+};
+
+// The cluster at one moment. `state` is parallel to cluster->nodes().
+struct Snapshot {
+  const Cluster* cluster = nullptr;
+  ClusterState state;
+  std::vector<RunningJob> running;
+  std::vector<PendingJob> pending;
+  time_t now = 0;
+};
+
+// Whether a gang of one GPU type fits the free GPUs of a snapshot within one unit
+// of `scope`, and where.
+struct FitNow {
+  bool fits = false;
+  std::string unit;               // the unit it fits in (or the best try)
+  uint32_t free_in_unit = 0;      // free GPUs of the type in that unit
+  std::vector<std::string> nodes; // nodes it would use when it fits
+};
+FitNow fit_now(const Cluster& cluster, const ClusterState& state, Locality scope, const std::string& gpu_type,
+               const GangShape& gang);
+
+// Free and total GPUs of one type in one topology unit.
+struct UnitUse {
+  std::string scope;     // "nvlink-domain", "switch", "cluster"
+  std::string unit;
+  std::string gpu_type;
+  uint32_t free = 0, total = 0, unusable = 0;  // unusable: on nodes down or drained
+};
+
+struct Finding {
+  std::string reason;   // a wait_reason constant
+  std::string message;  // with the numbers
+};
+
+struct Counterfactual {
+  std::string change;   // "locality-mode=prefer"
+  std::string message;  // "would fit now: 16 h100 free across 2 nvlink-domains"
+};
+
+struct Blocker {
+  RunningJob job;
+  uint32_t gpus = 0;    // GPUs it holds in the place the job waits for
+};
+
+struct WhyReport {
+  std::string need;                       // "16 h100 GPUs: 2 nodes x 8, nvlink-domain (strict)"
+  std::vector<Finding> findings;
+  std::vector<UnitUse> free;              // per acceptable type and unit
+  std::vector<Counterfactual> counterfactuals;
+  std::string blocked_place;              // unit where the job would go first
+  std::vector<Blocker> blockers;          // running jobs to end before it fits there
+  time_t model_eta = 0;                   // when those jobs' time limits run out
+  int rank = 0, competing = 0;            // rank among pending jobs for the same GPUs
+  std::vector<PendingJob> ahead;          // up to 5 of them, highest priority first
+};
+
+WhyReport explain(const JobFacts& job, const Snapshot& snap);
+
+// One screen for a terminal.
+std::string format_why(const JobFacts& job, const WhyReport& report, time_t now);
+
+// "45 s", "20 min", "3 h 05 min", "2 d 4 h"
+std::string format_duration(long long seconds);
+
+}  // namespace mlsched

@@ -1,0 +1,12 @@
+# The mlsched command-line tool (included from Makefile.am).
+bin_PROGRAMS = src/tools/mlsched/mlsched
+src_tools_mlsched_mlsched_SOURCES = \
+	src/tools/mlsched/cli.h src/tools/mlsched/main.cc \
+	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/why_cmd.cc
+src_tools_mlsched_mlsched_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(JSON_C_CFLAGS) $(HWLOC_CFLAGS)
+src_tools_mlsched_mlsched_LDADD = src/core/libmlsched_core.la $(SLURM_LIBS) $(JSON_C_LIBS) $(HWLOC_LIBS)
+
+# `mlsched topo` against hwloc XML: the hand-written fixtures always, the
+# real-machine exports of ../shared/topologies when they are there (else SKIP).
+TESTS += tests/fixtures/topo/check-fixtures.sh tests/fixtures/topo/check-shared.sh
+EXTRA_DIST += tests/fixtures/topo

@@ -1,0 +1,100 @@
+// mlsched: the command-line view of mlsched for users and operators. Each
+// subcommand gathers data (libslurm, hwloc) into core values and prints them.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+
+#include "tools/mlsched/cli.h"
+
+namespace mlsched::tool {
+
+namespace {
+
+const char* const kHelp =
+    "usage: mlsched <command> [options]\n"
+    "\n"
+    "  why <jobid>   every reason a pending job waits, with numbers, its ETA and\n"
+    "                what would make it start sooner; where a running job runs\n"
+    "  topo          GPUs, NVLink and CPU affinity of a node (hwloc) as gres.conf\n"
+    "\n"
+    "Every command takes --help and --json.\n";
+
+}  // namespace
+
+bool Args::flag(const std::string& name) {
+  for (size_t i = 0; i < argv_.size(); ++i) {
+    if (!used_[i] && argv_[i] == name) {
+      used_[i] = true;
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string Args::value(const std::string& name) {
+  for (size_t i = 0; i < argv_.size(); ++i) {
+    if (used_[i]) continue;
+    if (argv_[i] == name) {
+      if (i + 1 >= argv_.size()) throw UsageError(name + " needs a value");
+      used_[i] = used_[i + 1] = true;
+      return argv_[i + 1];
+    }
+    if (argv_[i].rfind(name + "=", 0) == 0) {
+      used_[i] = true;
+      return argv_[i].substr(name.size() + 1);
+    }
+  }
+  return "";
+}
+
+std::string Args::positional() {
+  for (size_t i = 0; i < argv_.size(); ++i) {
+    if (!used_[i] && (argv_[i].empty() || argv_[i][0] != '-')) {
+      used_[i] = true;
+      return argv_[i];
+    }
+  }
+  return "";
+}
+
+void Args::expect_no_more(const std::string& command) {
+  for (size_t i = 0; i < argv_.size(); ++i) {
+    if (used_[i]) continue;
+    if (!argv_[i].empty() && argv_[i][0] == '-')
+      throw UsageError("unknown option '" + argv_[i] + "' for mlsched " + command);
+    throw UsageError("unexpected argument '" + argv_[i] + "' for mlsched " + command);
+  }
+}
+
+void print_json(json_object* obj) {
+  fputs(json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_NOSLASHESCAPE), stdout);
+  fputc('\n', stdout);
+  json_object_put(obj);
+}
+
+}  // namespace mlsched::tool
+
+int main(int argc, char** argv) {
+  using namespace mlsched::tool;
+  if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+    fputs(kHelp, argc < 2 ? stderr : stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  const std::string command = argv[1];
+  Args args(std::vector<std::string>(argv + 2, argv + argc));
+  try {
+    if (command == "topo") return cmd_topo(args);
+    if (command == "why") return cmd_why(args);
+    fprintf(stderr, "mlsched: unknown command '%s'\n\n%s", command.c_str(), kHelp);
+    return 2;
+  } catch (const UsageError& e) {
+    fprintf(stderr, "mlsched %s: %s (see mlsched %s --help)\n", command.c_str(), e.what(), command.c_str());
+    return 2;
+  } catch (const ToolError& e) {
+    fprintf(stderr, "mlsched %s: %s\n", command.c_str(), e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    fprintf(stderr, "mlsched %s: internal error: %s\n", command.c_str(), e.what());
+    return 1;
+  }
+}

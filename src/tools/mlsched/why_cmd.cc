@@ -1,0 +1,368 @@
+// `mlsched why <jobid>`: reads the job, the nodes, the switches and every job
+// from slurmctld through libslurm's public API, copies them into the core's
+// snapshot values, and prints the core's explanation.
+#include <pwd.h>
+#include <slurm/slurm.h>
+#include <slurm/slurm_errno.h>
+
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/directives.h"
+#include "core/hostlist.h"
+#include "core/text.h"
+#include "core/why.h"
+#include "tools/mlsched/cli.h"
+
+// Exported by libslurm (its clients scontrol and squeue print reasons with it) but
+// not declared in slurm.h in 22.05; the reason table itself is Slurm's to keep.
+extern "C" const char* slurm_job_reason_string(enum job_state_reason inx);
+
+namespace mlsched::tool {
+
+namespace {
+
+const char* const kWhyHelp =
+    "usage: mlsched why <jobid> [--json]\n"
+    "\n"
+    "For a pending job: every reason it waits, with numbers (GPUs it needs vs.\n"
+    "free now per GPU type, NVLink domain and switch), the running jobs in its\n"
+    "way and when they end, its rank among pending jobs for the same GPUs, the\n"
+    "ETA, and changes that would let it start now (computed on the same\n"
+    "snapshot). For a running job: where it runs, its GPUs and its directives.\n"
+    "\n"
+    "NVLink domains come from mlsched.conf ($MLSCHED_CONF, else next to\n"
+    "slurm.conf); switches from Slurm's topology.\n"
+    "\n"
+    "Reasons:\n";
+
+std::string str(const char* s) { return s ? s : ""; }
+
+std::string user_name(uint32_t uid, const char* given) {
+  if (given && *given) return given;
+  if (struct passwd* pw = getpwuid(uid)) return pw->pw_name;
+  return std::to_string(uid);
+}
+
+std::string slurm_error(const std::string& what) {
+  return what + ": " + slurm_strerror(slurm_get_errno());
+}
+
+struct JobsMsg {
+  job_info_msg_t* msg = nullptr;
+  ~JobsMsg() {
+    if (msg) slurm_free_job_info_msg(msg);
+  }
+};
+
+std::string mlsched_conf_path() {
+  if (const char* env = std::getenv("MLSCHED_CONF"); env && *env) return env;
+  std::string slurm_conf = "/etc/slurm/slurm.conf";
+  if (const char* env = std::getenv("SLURM_CONF"); env && *env) slurm_conf = env;
+  const size_t slash = slurm_conf.rfind('/');
+  return (slash == std::string::npos ? std::string(".") : slurm_conf.substr(0, slash)) + "/mlsched.conf";
+}
+
+// The nodes and switches as the core's model, plus which GPUs are busy.
+void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string>& notes) {
+  node_info_msg_t* nodes = nullptr;
+  if (slurm_load_node(0, &nodes, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+    throw ToolError(slurm_error("cannot read the nodes from slurmctld"));
+  std::unique_ptr<node_info_msg_t, void (*)(node_info_msg_t*)> guard(nodes, slurm_free_node_info_msg);
+  for (uint32_t i = 0; i < nodes->record_count; ++i) {
+    const node_info_t& n = nodes->node_array[i];
+    if (!n.name) continue;
+    GpuNode node;
+    node.name = n.name;
+    if (n.features) node.features = split(n.features, ',');
+    try {
+      for (const auto& g : parse_node_gres(str(n.gres))) {
+        if (g.name != "gpu") continue;
+        if (node.gpu_type.empty()) node.gpu_type = g.type;
+        node.gpus += static_cast<uint32_t>(g.count);
+      }
+    } catch (const std::invalid_argument& e) {
+      notes.push_back(std::string("node ") + n.name + ": " + e.what());
+    }
+    NodeState ns;
+    const uint32_t base = n.node_state & NODE_STATE_BASE;
+    ns.usable = !(base == NODE_STATE_DOWN || base == NODE_STATE_FUTURE || base == NODE_STATE_UNKNOWN ||
+                  (n.node_state & (NODE_STATE_DRAIN | NODE_STATE_FAIL | NODE_STATE_NO_RESPOND)));
+    ns.gpu_busy.assign(node.gpus, false);
+    for (int idx : gpu_indices_from_gres(str(n.gres_used)))
+      if (idx >= 0 && static_cast<uint32_t>(idx) < node.gpus) ns.gpu_busy[idx] = true;
+    cluster.add_node(std::move(node));
+    state.push_back(std::move(ns));
+  }
+
+  const std::string conf_path = mlsched_conf_path();
+  ConfigResult conf = load_config_file(conf_path);
+  if (conf.config) {
+    for (const auto& p : cluster.apply_nvlink_domains(conf.config->nvlink_domains)) notes.push_back(p);
+  } else {
+    notes.push_back("NVLink domains unknown: " + (conf.errors.empty() ? conf_path + " unreadable" : conf.errors[0]));
+  }
+
+  topo_info_response_msg_t* topo = nullptr;
+  if (slurm_load_topo(&topo) == SLURM_SUCCESS && topo) {
+    std::vector<SwitchSpec> switches;
+    for (uint32_t i = 0; i < topo->record_count; ++i) {
+      const topo_info_t& t = topo->topo_array[i];
+      SwitchSpec s;
+      s.name = str(t.name);
+      s.level = t.level;
+      try {
+        if (t.nodes && *t.nodes) s.nodes = expand_hostlist(t.nodes);
+      } catch (const std::invalid_argument& e) {
+        notes.push_back("switch " + s.name + ": " + e.what());
+      }
+      switches.push_back(std::move(s));
+    }
+    slurm_free_topo_info_msg(topo);
+    cluster.set_switches(std::move(switches));
+  }
+}
+
+// What a job asks for in GPUs: from its TRES, refined by its mlsched directives.
+GpuRequest request_of(const slurm_job_info_t& j, const std::optional<JobDirectives>& d) {
+  GpuRequest r;
+  r.gang.nodes = j.num_nodes ? j.num_nodes : 1;
+  if (auto g = gpus_from_tres(str(j.tres_per_node))) {
+    r.gang.gpus_per_node = g->count;
+    if (!g->type.empty()) r.gpu_types = {g->type};
+  } else if (auto g = gpus_from_tres(str(j.tres_per_job))) {
+    r.gang.total_gpus = g->count;
+    if (!g->type.empty()) r.gpu_types = {g->type};
+  } else if (auto g = gpus_from_tres(str(j.tres_per_task))) {
+    r.gang.total_gpus = g->count * (j.num_tasks ? j.num_tasks : 1);
+    if (!g->type.empty()) r.gpu_types = {g->type};
+  }
+  if (d) {
+    if (!d->gpu_types.empty()) r.gpu_types = d->gpu_types;
+    r.locality = d->locality;
+    r.locality_mode = d->locality_mode;
+  }
+  return r;
+}
+
+std::map<std::string, std::vector<int>> gpus_by_node(const slurm_job_info_t& j) {
+  std::map<std::string, std::vector<int>> out;
+  if (!j.nodes || !*j.nodes) return out;
+  std::vector<std::string> hosts;
+  try {
+    hosts = expand_hostlist(j.nodes);
+  } catch (const std::invalid_argument&) {
+    return out;
+  }
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    out[hosts[i]];
+    if (i < j.gres_detail_cnt && j.gres_detail_str && j.gres_detail_str[i])
+      out[hosts[i]] = gpu_indices_from_gres(j.gres_detail_str[i]);
+  }
+  return out;
+}
+
+std::string state_name(const slurm_job_info_t& j) {
+  switch (j.job_state & JOB_STATE_BASE) {
+    case JOB_PENDING: return "PENDING";
+    case JOB_RUNNING: return "RUNNING";
+    case JOB_SUSPENDED: return "SUSPENDED";
+    case JOB_COMPLETE: return "COMPLETED";
+    case JOB_CANCELLED: return "CANCELLED";
+    case JOB_FAILED: return "FAILED";
+    case JOB_TIMEOUT: return "TIMEOUT";
+    case JOB_NODE_FAIL: return "NODE_FAIL";
+    case JOB_PREEMPTED: return "PREEMPTED";
+    case JOB_BOOT_FAIL: return "BOOT_FAIL";
+    case JOB_DEADLINE: return "DEADLINE";
+    case JOB_OOM: return "OUT_OF_MEMORY";
+  }
+  return "UNKNOWN";
+}
+
+json_object* jstr(const std::string& s) { return json_object_new_string(s.c_str()); }
+
+json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::vector<std::string>& notes) {
+  json_object* root = json_object_new_object();
+  json_object_object_add(root, "job_id", json_object_new_int64(job.job_id));
+  json_object_object_add(root, "name", jstr(job.name));
+  json_object_object_add(root, "user", jstr(job.user));
+  json_object_object_add(root, "account", jstr(job.account));
+  json_object_object_add(root, "partition", jstr(job.partition));
+  json_object_object_add(root, "state", jstr(job.state));
+  json_object_object_add(root, "slurm_reason", jstr(job.slurm_reason));
+  json_object_object_add(root, "priority", json_object_new_int64(job.priority));
+  json_object_object_add(root, "needs", jstr(rep.need));
+  json_object_object_add(root, "directives", job.directives ? jstr(job.directives->to_string()) : nullptr);
+  json_object* gpus = json_object_new_object();
+  for (const auto& [node, idx] : job.gpus_by_node) {
+    json_object* arr = json_object_new_array();
+    for (int i : idx) json_object_array_add(arr, json_object_new_int(i));
+    json_object_object_add(gpus, node.c_str(), arr);
+  }
+  json_object_object_add(root, "gpus_by_node", gpus);
+  json_object* reasons = json_object_new_array();
+  for (const auto& f : rep.findings) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "reason", jstr(f.reason));
+    json_object_object_add(o, "message", jstr(f.message));
+    json_object_array_add(reasons, o);
+  }
+  json_object_object_add(root, "reasons", reasons);
+  json_object* free = json_object_new_array();
+  for (const auto& u : rep.free) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "gpu_type", jstr(u.gpu_type));
+    json_object_object_add(o, "scope", jstr(u.scope));
+    json_object_object_add(o, "unit", jstr(u.unit));
+    json_object_object_add(o, "free", json_object_new_int64(u.free));
+    json_object_object_add(o, "total", json_object_new_int64(u.total));
+    json_object_object_add(o, "on_unusable_nodes", json_object_new_int64(u.unusable));
+    json_object_array_add(free, o);
+  }
+  json_object_object_add(root, "free_gpus", free);
+  json_object* cf = json_object_new_array();
+  for (const auto& c : rep.counterfactuals) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "change", jstr(c.change));
+    json_object_object_add(o, "message", jstr(c.message));
+    json_object_array_add(cf, o);
+  }
+  json_object_object_add(root, "counterfactuals", cf);
+  json_object* blockers = json_object_new_array();
+  for (const auto& b : rep.blockers) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "job_id", json_object_new_int64(b.job.job_id));
+    json_object_object_add(o, "name", jstr(b.job.name));
+    json_object_object_add(o, "user", jstr(b.job.user));
+    json_object_object_add(o, "gpus", json_object_new_int64(b.gpus));
+    json_object_object_add(o, "expected_end", json_object_new_int64(b.job.expected_end));
+    json_object_array_add(blockers, o);
+  }
+  json_object_object_add(root, "blocked_place", jstr(rep.blocked_place));
+  json_object_object_add(root, "blockers", blockers);
+  json_object_object_add(root, "slurm_start_estimate",
+                         json_object_new_int64(job.state == "PENDING" ? job.start_time : 0));
+  json_object_object_add(root, "model_eta", json_object_new_int64(rep.model_eta));
+  json_object_object_add(root, "rank", json_object_new_int(rep.rank));
+  json_object_object_add(root, "competing", json_object_new_int(rep.competing));
+  json_object* ahead = json_object_new_array();
+  for (const auto& p : rep.ahead) json_object_array_add(ahead, json_object_new_int64(p.job_id));
+  json_object_object_add(root, "ahead", ahead);
+  json_object* jnotes = json_object_new_array();
+  for (const auto& n : notes) json_object_array_add(jnotes, jstr(n));
+  json_object_object_add(root, "notes", jnotes);
+  return root;
+}
+
+}  // namespace
+
+int cmd_why(Args& args) {
+  if (args.flag("--help") || args.flag("-h")) {
+    fputs(kWhyHelp, stdout);
+    for (const auto& d : wait_reason_docs()) printf("  %-26s %s\n", d.code, d.meaning);
+    return 0;
+  }
+  const bool json = args.flag("--json");
+  const std::string id_text = args.positional();
+  args.expect_no_more("why");
+  if (id_text.empty()) throw UsageError("which job? give a job id");
+  const auto id = parse_uint(id_text);
+  if (!id || *id == 0 || *id > 0xfffffff0ULL) throw UsageError("'" + id_text + "' is not a job id");
+
+  slurm_init(nullptr);
+  JobsMsg target;
+  if (slurm_load_job(&target.msg, static_cast<uint32_t>(*id), SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS) {
+    const int err = slurm_get_errno();
+    if (err == ESLURM_INVALID_JOB_ID) throw ToolError("job " + id_text + " does not exist (or has left Slurm's memory)");
+    throw ToolError(slurm_error("cannot read job " + id_text + " from slurmctld"));
+  }
+  if (!target.msg || target.msg->record_count == 0) throw ToolError("job " + id_text + " does not exist");
+  const slurm_job_info_t& j = target.msg->job_array[0];
+
+  const time_t now = time(nullptr);
+  JobFacts job;
+  job.job_id = j.job_id;
+  job.name = str(j.name);
+  job.user = user_name(j.user_id, j.user_name);
+  job.account = str(j.account);
+  job.partition = str(j.partition);
+  job.state = state_name(j);
+  job.slurm_reason = j.state_reason == WAIT_NO_REASON ? "None" : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+  job.slurm_reason_detail = str(j.state_desc);
+  job.priority = j.priority;
+  job.submit_time = j.submit_time;
+  // A pending job's eligible time is its --begin (Slurm shows it as EligibleTime).
+  job.begin_time = job.state == "PENDING" && j.eligible_time > now ? j.eligible_time : 0;
+  job.start_time = j.start_time;
+  job.end_time = j.end_time;
+  job.admin_comment = str(j.admin_comment);
+  job.directives = parse_stored_directives(job.admin_comment);
+  job.request = request_of(j, job.directives);
+  job.gpus_by_node = gpus_by_node(j);
+
+  for (const auto& ref : parse_dependencies(str(j.dependency))) {
+    UpstreamJob up;
+    up.ref = ref;
+    JobsMsg m;
+    if (ref.job_id && slurm_load_job(&m.msg, ref.job_id, SHOW_ALL) == SLURM_SUCCESS && m.msg && m.msg->record_count) {
+      const slurm_job_info_t& u = m.msg->job_array[0];
+      up.found = true;
+      up.name = str(u.name);
+      up.state = state_name(u);
+      if ((u.job_state & JOB_STATE_BASE) == JOB_RUNNING && u.time_limit != INFINITE) up.expected_end = u.end_time;
+    }
+    job.upstream.push_back(up);
+  }
+
+  Cluster cluster;
+  Snapshot snap;
+  std::vector<std::string> notes;
+  load_cluster(cluster, snap.state, notes);
+  snap.cluster = &cluster;
+  snap.now = now;
+
+  JobsMsg all;
+  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS)
+    throw ToolError(slurm_error("cannot read the job list from slurmctld"));
+  for (uint32_t i = 0; i < all.msg->record_count; ++i) {
+    const slurm_job_info_t& o = all.msg->job_array[i];
+    const uint32_t base = o.job_state & JOB_STATE_BASE;
+    if (base == JOB_RUNNING || base == JOB_SUSPENDED) {
+      RunningJob rj;
+      rj.job_id = o.job_id;
+      rj.name = str(o.name);
+      rj.user = user_name(o.user_id, o.user_name);
+      rj.account = str(o.account);
+      rj.gpus_by_node = gpus_by_node(o);
+      rj.expected_end = o.time_limit == INFINITE ? 0 : o.end_time;
+      snap.running.push_back(rj);
+    } else if (base == JOB_PENDING) {
+      PendingJob pj;
+      pj.job_id = o.job_id;
+      pj.name = str(o.name);
+      pj.user = user_name(o.user_id, o.user_name);
+      pj.partition = str(o.partition);
+      pj.priority = o.priority;
+      const GpuRequest r = request_of(o, parse_stored_directives(str(o.admin_comment)));
+      pj.gpu_types = r.gpu_types;
+      pj.gpus = r.total_gpus();
+      if (pj.gpus > 0) snap.pending.push_back(pj);
+    }
+  }
+
+  const WhyReport report = explain(job, snap);
+  if (json) {
+    print_json(report_json(job, report, notes));
+  } else {
+    fputs(format_why(job, report, now).c_str(), stdout);
+    for (const auto& n : notes) printf("note: %s\n", n.c_str());
+  }
+  return 0;
+}
+
+}  // namespace mlsched::tool

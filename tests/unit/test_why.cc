@@ -1,0 +1,238 @@
+// Why a job waits: each reason with its numbers, and counterfactuals computed on
+// a snapshot of the hand-written 16-node cluster (nvl0-3, sw0/sw1, h100/a100).
+#include "core/why.h"
+#include "fixtures.h"
+#include "suites.h"
+
+using namespace mlsched;
+
+namespace {
+
+// Every GPU of every node free, all nodes up.
+ClusterState idle(const Cluster& c) {
+  ClusterState s;
+  for (const auto& n : c.nodes()) {
+    NodeState ns;
+    ns.gpu_busy.assign(n.gpus, false);
+    s.push_back(ns);
+  }
+  return s;
+}
+
+void occupy(const Cluster& c, ClusterState& s, const std::string& node, uint32_t gpus) {
+  const size_t i = static_cast<size_t>(c.find_node(node) - c.nodes().data());
+  for (uint32_t g = 0; g < gpus; ++g) s[i].gpu_busy[g] = true;
+}
+
+JobFacts pending_job(uint32_t nodes, uint32_t per_node, std::vector<std::string> types, Locality loc, LocalityMode mode) {
+  JobFacts j;
+  j.job_id = 900;
+  j.name = "train";
+  j.user = "ml-alice";
+  j.state = "PENDING";
+  j.slurm_reason = "Resources";
+  j.priority = 100;
+  j.request.gang.nodes = nodes;
+  j.request.gang.gpus_per_node = per_node;
+  j.request.gpu_types = std::move(types);
+  j.request.locality = loc;
+  j.request.locality_mode = mode;
+  return j;
+}
+
+const Finding* find(const WhyReport& r, const std::string& reason) {
+  for (const auto& f : r.findings)
+    if (f.reason == reason) return &f;
+  return nullptr;
+}
+
+const Counterfactual* find_cf(const WhyReport& r, const std::string& change) {
+  for (const auto& c : r.counterfactuals)
+    if (c.change == change) return &c;
+  return nullptr;
+}
+
+}  // namespace
+
+START_TEST(slurm_strings) {
+  auto deps = parse_dependencies("afterok:812(unfulfilled),afterany:813_*(failed)?singleton(unfulfilled)");
+  ck_assert_int_eq(deps.size(), 3);
+  ck_assert_string_eq(deps[0].condition, "afterok");
+  ck_assert_int_eq(deps[0].job_id, 812);
+  ck_assert_string_eq(deps[0].status, "unfulfilled");
+  ck_assert_int_eq(deps[1].job_id, 813);
+  ck_assert_string_eq(deps[1].status, "failed");
+  ck_assert_string_eq(deps[2].condition, "singleton");
+  ck_assert(parse_dependencies("(null)").empty());
+  ck_assert_int_eq(parse_dependencies("afterok:1:2").size(), 2);
+
+  auto idx = gpu_indices_from_gres("gpu:h100:3(IDX:0-1,4),shard:0(IDX:N/A)");
+  ck_assert_int_eq(idx.size(), 3);
+  ck_assert_int_eq(idx[2], 4);
+  ck_assert(gpu_indices_from_gres("gpu:a100:0(IDX:N/A)").empty());
+
+  auto t = gpus_from_tres("gres:gpu:h100:8");
+  ck_assert(t.has_value());
+  ck_assert_string_eq(t->type, "h100");
+  ck_assert_int_eq(t->count, 8);
+  ck_assert_int_eq(gpus_from_tres("cpu=2,gres/gpu=4")->count, 4);
+  ck_assert(!gpus_from_tres("cpu=2,mem=100").has_value());
+
+  ck_assert_string_eq(format_duration(45), "45 s");
+  ck_assert_string_eq(format_duration(1200), "20 min");
+  ck_assert_string_eq(format_duration(3 * 3600 + 300), "3 h 05 min");
+}
+END_TEST
+
+START_TEST(strict_locality_gets_prefer_counterfactual) {
+  // One idle h100 node per domain (gpu01 in nvl0, gpu05 in nvl1); the rest full.
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  for (const char* n : {"gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"}) occupy(c, s, n, 8);
+  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  Snapshot snap{&c, s, {}, {}, 1000};
+  JobFacts job = pending_job(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict);
+  WhyReport r = explain(job, snap);
+  const Finding* f = find(r, wait_reason::kStrictLocality);
+  ck_assert_msg(f, "no strict-locality finding");
+  ck_assert_contains(f->message, "no single nvlink-domain can take 16 h100");
+  ck_assert_contains(f->message, "with 8 free");
+  const Counterfactual* cf = find_cf(r, "locality-mode=prefer");
+  ck_assert_msg(cf, "no prefer counterfactual");
+  ck_assert_contains(cf->message, "16 h100 free across 2 nvlink-domains");
+  ck_assert_contains(cf->message, "gpu01");
+  ck_assert_contains(cf->message, "gpu05");
+  const Counterfactual* sw = find_cf(r, "locality=switch");
+  ck_assert_msg(sw, "no locality=switch counterfactual");
+  ck_assert_contains(sw->message, "sw0");
+  // The same job with prefer would be placed now: nothing in mlsched's model blocks it.
+  JobFacts prefer = pending_job(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::prefer);
+  prefer.slurm_reason = "None";
+  WhyReport rp = explain(prefer, snap);
+  ck_assert_int_eq(rp.findings.size(), 1);
+  ck_assert_string_eq(rp.findings[0].reason, wait_reason::kWaitingForScheduler);
+}
+END_TEST
+
+START_TEST(fragmented_free_gpus) {
+  // Every h100 node has 4 free: 32 free, but no node with 8.
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  for (int i = 1; i <= 8; ++i) occupy(c, s, "gpu0" + std::to_string(i), 4);
+  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  Snapshot snap{&c, s, {}, {}, 1000};
+  WhyReport r = explain(pending_job(2, 8, {"h100"}, Locality::any, LocalityMode::prefer), snap);
+  const Finding* f = find(r, wait_reason::kFreeGpusFragmented);
+  ck_assert_msg(f, "no fragmentation finding");
+  ck_assert_contains(f->message, "32 h100 free in total (needs 16) but no 2 nodes with 8 free each");
+  ck_assert(!find(r, wait_reason::kNotEnoughFreeGpus));
+}
+END_TEST
+
+START_TEST(busy_type_gets_other_type_counterfactual_and_blockers) {
+  // All h100 held by two running jobs; a100 idle.
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  RunningJob early{501, "prep", "ml-bob", "nlp", {}, 1600};
+  RunningJob late{502, "big", "ml-carol", "research", {}, 5000};
+  for (int i = 1; i <= 8; ++i) {
+    const std::string n = "gpu0" + std::to_string(i);
+    occupy(c, s, n, 8);
+    (i <= 4 ? early : late).gpus_by_node[n] = {0, 1, 2, 3, 4, 5, 6, 7};
+  }
+  PendingJob ahead{700, "sweep", "ml-dave", "gpu", 500, {"h100"}, 8};
+  PendingJob behind{701, "small", "ml-dave", "gpu", 50, {"h100"}, 8};
+  PendingJob other{702, "a", "ml-dave", "gpu", 900, {"a100"}, 8};
+  Snapshot snap{&c, s, {early, late}, {ahead, behind, other}, 1000};
+  JobFacts job = pending_job(1, 8, {"h100"}, Locality::node, LocalityMode::prefer);
+  WhyReport r = explain(job, snap);
+  const Finding* f = find(r, wait_reason::kNotEnoughFreeGpus);
+  ck_assert_msg(f, "no not-enough finding");
+  ck_assert_contains(f->message, "0 of 64 h100 free");
+  const Counterfactual* cf = find_cf(r, "gpu-type=a100");
+  ck_assert_msg(cf, "no a100 counterfactual");
+  ck_assert_contains(cf->message, "would fit now");
+  // The earliest-ending holder frees a whole node at t=1600.
+  ck_assert_int_eq(r.blockers.size(), 1);
+  ck_assert_int_eq(r.blockers[0].job.job_id, 501);
+  ck_assert_int_eq(r.model_eta, 1600);
+  // Rank among h100 jobs: behind 700, ahead of 701; the a100 job does not compete.
+  ck_assert_int_eq(r.rank, 2);
+  ck_assert_int_eq(r.competing, 3);
+  const Finding* p = find(r, wait_reason::kBehindHigherPriority);
+  ck_assert_msg(p, "no priority finding");
+  ck_assert_contains(p->message, "sweep 700 (ml-dave, priority 500)");
+  const std::string screen = format_why(job, r, 1000);
+  ck_assert_contains(screen, "NotEnoughFreeGpus");
+  ck_assert_contains(screen, "job prep 501 (ml-bob, nlp) holds 32 GPUs");
+  ck_assert_contains(screen, "rank 2 of 3");
+  ck_assert_contains(screen, "gpu-type=a100: would fit now");
+}
+END_TEST
+
+START_TEST(held_dependency_and_missing_type) {
+  Cluster c = fixture_cluster();
+  Snapshot snap{&c, idle(c), {}, {}, 1000};
+  JobFacts job = pending_job(1, 2, {"t4"}, Locality::any, LocalityMode::prefer);
+  job.slurm_reason = "JobHeldUser";
+  job.priority = 0;
+  UpstreamJob up;
+  up.ref = {"afterok", 812, "unfulfilled"};
+  up.found = true;
+  up.name = "data-prep";
+  up.state = "RUNNING";
+  up.expected_end = 1000 + 1200;
+  job.upstream.push_back(up);
+  UpstreamJob gone;
+  gone.ref = {"afterok", 811, "failed"};
+  job.upstream.push_back(gone);
+  WhyReport r = explain(job, snap);
+  ck_assert_string_eq(r.findings[0].reason, wait_reason::kHeldByUser);
+  ck_assert_contains(r.findings[0].message, "scontrol release 900");
+  const Finding* d = find(r, wait_reason::kWaitingForDependency);
+  ck_assert_msg(d, "no dependency finding");
+  ck_assert_contains(d->message, "afterok on data-prep 812, RUNNING, ~20 min left");
+  const Finding* never = find(r, wait_reason::kDependencyNeverSatisfied);
+  ck_assert_msg(never, "no never-satisfied finding");
+  ck_assert_contains(never->message, "811 (no longer known to Slurm)");
+  const Finding* t = find(r, wait_reason::kGpuTypeNotInCluster);
+  ck_assert_msg(t, "no missing-type finding");
+  ck_assert_contains(t->message, "no node has t4 GPUs; the cluster has a100, h100");
+  // Order is the documented order: held before dependency before resources.
+  ck_assert_string_eq(r.findings[1].reason, wait_reason::kWaitingForDependency);
+}
+END_TEST
+
+START_TEST(down_nodes_and_slurm_limits) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  for (int i = 1; i <= 8; ++i) s[i - 1].usable = false;  // every h100 node down
+  Snapshot snap{&c, s, {}, {}, 1000};
+  JobFacts job = pending_job(1, 8, {"h100"}, Locality::any, LocalityMode::prefer);
+  job.slurm_reason = "AssocGrpGRES";
+  WhyReport r = explain(job, snap);
+  const Finding* down = find(r, wait_reason::kGpuNodesUnavailable);
+  ck_assert_msg(down, "no down-nodes finding");
+  ck_assert_contains(down->message, "8 node(s) with 64 GPUs are down or drained");
+  ck_assert_msg(find(r, wait_reason::kAccountOrQosLimit), "Slurm's association limit not reported");
+  job.slurm_reason = "PartitionTimeLimit";
+  ck_assert_msg(find(explain(job, snap), wait_reason::kPartitionLimit), "partition limit not reported");
+  job.slurm_reason = "SomethingNew";
+  ck_assert_msg(find(explain(job, snap), wait_reason::kOtherSlurmReason), "unknown Slurm reason dropped");
+  // Every reason the code can give is documented.
+  ck_assert_int_eq(wait_reason_docs().size(), 17);
+}
+END_TEST
+
+Suite* why_suite() {
+  Suite* s = suite_create("why");
+  TCase* tc = tcase_create("why");
+  tcase_add_test(tc, slurm_strings);
+  tcase_add_test(tc, strict_locality_gets_prefer_counterfactual);
+  tcase_add_test(tc, fragmented_free_gpus);
+  tcase_add_test(tc, busy_type_gets_other_type_counterfactual_and_blockers);
+  tcase_add_test(tc, held_dependency_and_missing_type);
+  tcase_add_test(tc, down_nodes_and_slurm_limits);
+  suite_add_tcase(s, tc);
+  return s;
+}
