@@ -3,6 +3,9 @@
 // names the line, so a typo never silently changes policy.
 #include "core/config.h"
 
+#include <cctype>
+#include <cstdlib>
+#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -32,8 +35,27 @@ std::array<JobTypeDefaults, kJobTypeCount> Config::builtin_job_types() {
 
 namespace {
 
-const std::vector<std::string> kTopKeys = {"MaxCheckpointGrace", "DefaultJobType", "MaxRestartsLimit",
-                                           "JobType", "NvlinkDomain"};
+// ==== priority/mlsched keys (top level) =========================================
+const std::vector<std::string> kPriorityKeys = {
+    "GpuWeight",         "TeamQuota",                 "PriorityDecayHalfLife",   "PriorityCalcPeriod",
+    "PriorityMaxAge",    "PriorityWeightFairshare",   "PriorityWeightQuota",     "PriorityWeightAge",
+    "PriorityWeightJobSize", "PriorityWeightQOS",     "PriorityWeightPartition", "PriorityWeightJobType"};
+
+bool is_priority_key(const std::string& canonical) {
+  for (const auto& k : kPriorityKeys)
+    if (k == canonical) return true;
+  return false;
+}
+
+std::vector<std::string> with_priority_keys(std::vector<std::string> keys) {
+  keys.insert(keys.end(), kPriorityKeys.begin(), kPriorityKeys.end());
+  return keys;
+}
+// ==== end priority/mlsched keys =================================================
+
+const std::vector<std::string> kTopKeys = with_priority_keys({"MaxCheckpointGrace", "DefaultJobType",
+                                                              "MaxRestartsLimit", "JobType", "NvlinkDomain",
+                                                              "NodeFailureWindow", "LargeGangNodes"});
 const std::vector<std::string> kJobTypeKeys = {"Preemptible",       "CheckpointSignal",
                                                "CheckpointGrace",   "CheckpointInterval",
                                                "MaxRestarts",       "Locality",
@@ -133,12 +155,130 @@ class Parser {
         if (auto v = seconds(w, 65535)) config_.max_checkpoint_grace = *v;
       } else if (*key == "MaxRestartsLimit") {
         if (auto v = count(w, 100000)) config_.max_restarts_limit = *v;
+      } else if (*key == "NodeFailureWindow") {
+        if (auto v = seconds(w, 100000000)) config_.node_failure_window = *v;
+      } else if (*key == "LargeGangNodes") {
+        if (auto v = count(w, 100000)) config_.large_gang_nodes = std::max<uint32_t>(1, *v);
       } else if (*key == "DefaultJobType") {
         if (auto t = parse_job_type(w.value)) config_.default_job_type = *t;
         else error("DefaultJobType=" + w.value + " is not a job type (" + join(job_type_names(), ", ") + ")");
+      } else if (is_priority_key(*key)) {
+        priority_setting(w);
       }
     }
   }
+
+  // ==== priority/mlsched settings ===============================================
+  // Weights are capped so that the sum of every bounded term stays far below
+  // Slurm's 32-bit priority, leaving the size-aware term room to grow.
+  static constexpr uint64_t kMaxPriorityWeight = 100000000;
+
+  void priority_setting(const Word& w) {
+    if (w.key == "GpuWeight") return gpu_weight(w);
+    if (w.key == "TeamQuota") return team_quota(w);
+    if (w.key == "PriorityWeightJobType") return job_type_weights(w);
+    if (w.key == "PriorityDecayHalfLife") {
+      // 0 = usage never decays, as in slurm.conf.
+      if (auto v = long_duration(w, 0)) config_.priority_decay_half_life = *v;
+    } else if (w.key == "PriorityCalcPeriod") {
+      if (auto v = long_duration(w, 1)) config_.priority_calc_period = *v;
+    } else if (w.key == "PriorityMaxAge") {
+      if (auto v = long_duration(w, 1)) config_.priority_max_age = *v;
+    } else if (auto v = count(w, kMaxPriorityWeight)) {
+      if (w.key == "PriorityWeightFairshare") config_.priority_weight_fairshare = *v;
+      else if (w.key == "PriorityWeightQuota") config_.priority_weight_quota = *v;
+      else if (w.key == "PriorityWeightAge") config_.priority_weight_age = *v;
+      else if (w.key == "PriorityWeightJobSize") config_.priority_weight_job_size = *v;
+      else if (w.key == "PriorityWeightQOS") config_.priority_weight_qos = *v;
+      else if (w.key == "PriorityWeightPartition") config_.priority_weight_partition = *v;
+    }
+  }
+
+  // Half-lives are days long, so 7d is accepted beside 300, 5m and 2h.
+  std::optional<uint32_t> long_duration(const Word& w, uint64_t min) {
+    std::string v = lowercase(trim(w.value));
+    std::optional<uint64_t> seconds;
+    if (!v.empty() && v.back() == 'd') {
+      if (auto days = parse_uint(v.substr(0, v.size() - 1)); days && *days <= 3650) seconds = *days * 86400;
+    } else {
+      seconds = parse_duration(v);
+    }
+    if (!seconds || *seconds < min || *seconds > 3650ull * 86400) {
+      error(w.key + "=" + w.value + " is not a duration from " + std::to_string(min) +
+            " seconds to 3650 days (write 300, 5m, 2h or 7d)");
+      return std::nullopt;
+    }
+    return static_cast<uint32_t>(*seconds);
+  }
+
+  // GpuWeight=h100:1.0,a100:0.6
+  void gpu_weight(const Word& w) {
+    for (const auto& item : split(w.value, ',')) {
+      const size_t colon = item.find(':');
+      const std::string type = lowercase(trim(item.substr(0, colon)));
+      std::optional<double> weight;
+      if (colon != std::string::npos && !type.empty()) weight = parse_weight(item.substr(colon + 1));
+      if (!weight) {
+        error("GpuWeight: '" + item + "' is not <gpu_type>:<weight> with a weight from 0 to 1000 (e.g. h100:1.0)");
+        continue;
+      }
+      if (!config_.gpu_weights.emplace(type, *weight).second) error("GpuWeight: GPU type " + type + " is weighted twice");
+    }
+  }
+
+  static std::optional<double> parse_weight(const std::string& text) {
+    const std::string t = trim(text);
+    if (t.empty() || !(std::isdigit(static_cast<unsigned char>(t[0])) || t[0] == '.')) return std::nullopt;
+    char* end = nullptr;
+    const double v = std::strtod(t.c_str(), &end);
+    if (end != t.c_str() + t.size() || !(v >= 0 && v <= 1000)) return std::nullopt;
+    return v;
+  }
+
+  // TeamQuota=vision:h100=64,a100=32
+  void team_quota(const Word& w) {
+    const size_t colon = w.value.find(':');
+    const std::string team = colon == std::string::npos ? "" : w.value.substr(0, colon);
+    if (team.empty() || colon + 1 >= w.value.size()) {
+      error("TeamQuota=" + w.value + " is not <team>:<gpu_type>=<gpus>[,<gpu_type>=<gpus>...] (e.g. vision:h100=64,a100=32)");
+      return;
+    }
+    if (config_.team_quotas.count(team)) {
+      error("TeamQuota: team " + team + " has two TeamQuota lines; put all its GPU types on one");
+      return;
+    }
+    std::map<std::string, uint32_t> quota;
+    for (const auto& item : split(w.value.substr(colon + 1), ',')) {
+      const size_t eq = item.find('=');
+      const std::string type = lowercase(trim(item.substr(0, eq)));
+      const auto gpus = eq == std::string::npos ? std::nullopt : parse_uint(item.substr(eq + 1));
+      if (type.empty() || !gpus || *gpus > 1000000) {
+        error("TeamQuota=" + w.value + ": '" + item + "' is not <gpu_type>=<gpus> (e.g. h100=64)");
+        return;
+      }
+      if (!quota.emplace(type, static_cast<uint32_t>(*gpus)).second) {
+        error("TeamQuota=" + w.value + ": GPU type " + type + " given twice");
+        return;
+      }
+    }
+    config_.team_quotas[team] = quota;
+  }
+
+  // PriorityWeightJobType=interactive:3000,inference:2000
+  void job_type_weights(const Word& w) {
+    for (const auto& item : split(w.value, ',')) {
+      const size_t colon = item.find(':');
+      const auto type = colon == std::string::npos ? std::nullopt : parse_job_type(item.substr(0, colon));
+      const auto weight = colon == std::string::npos ? std::nullopt : parse_uint(item.substr(colon + 1));
+      if (!type || !weight || *weight > kMaxPriorityWeight) {
+        error("PriorityWeightJobType: '" + item + "' is not <job type>:<weight> (job types: " +
+              join(job_type_names(), ", ") + "; weight up to " + std::to_string(kMaxPriorityWeight) + ")");
+        continue;
+      }
+      config_.priority_weight_job_type[static_cast<int>(*type)] = static_cast<uint32_t>(*weight);
+    }
+  }
+  // ==== end priority/mlsched settings ===========================================
 
   void job_type_line(const std::vector<Word>& pairs) {
     auto type = parse_job_type(pairs[0].value);

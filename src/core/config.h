@@ -5,6 +5,7 @@
 #include <array>
 #include <csignal>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,6 +42,39 @@ struct Config {
   uint32_t max_restarts_limit = 100;
   std::array<JobTypeDefaults, kJobTypeCount> job_types = builtin_job_types();
   std::vector<NvlinkDomainSpec> nvlink_domains;
+
+  // ==== select/mlsched: placement ================================================
+  // A node on which a job ended by node failure within this many seconds counts as
+  // flaky: large gangs avoid it while healthy nodes can hold them.
+  uint32_t node_failure_window = 3600;
+  // Gangs of at least this many nodes are "large" for the rule above.
+  uint32_t large_gang_nodes = 2;
+  // ==== end select/mlsched =======================================================
+
+  // ==== priority/mlsched: fair share, quotas and priority weights ==============
+  // How much one GPU-second of a type counts in a team's usage (lowercase gpu_type
+  // -> weight). A type not listed weighs 1.
+  std::map<std::string, double> gpu_weights;
+  // Guaranteed GPUs per team and GPU type (team -> lowercase gpu_type -> GPUs). A
+  // team or type without an entry is guaranteed its fair share of that type.
+  std::map<std::string, std::map<std::string, uint32_t>> team_quotas;
+  // Unset: slurm.conf's PriorityDecayHalfLife and PriorityCalcPeriod.
+  std::optional<uint32_t> priority_decay_half_life;
+  std::optional<uint32_t> priority_calc_period;
+  // Wait at which the age term is full; also the time unit of the size-aware term.
+  uint32_t priority_max_age = 86400;
+  uint32_t priority_weight_fairshare = 10000;
+  uint32_t priority_weight_quota = 10000;
+  uint32_t priority_weight_age = 1000;
+  // Large enough that a quarter-cluster gang passes fresh jobs after 1.04 x
+  // PriorityMaxAge with the other defaults (see seconds_to_reach_top()).
+  uint32_t priority_weight_job_size = 100000;
+  uint32_t priority_weight_qos = 1000;
+  uint32_t priority_weight_partition = 1000;
+  // By JobType order: training, inference, sweep, interactive. People waiting at a
+  // terminal first, then serving, then training; sweeps fill the gaps.
+  std::array<uint32_t, kJobTypeCount> priority_weight_job_type = {1000, 2000, 0, 3000};
+  // ==== end priority/mlsched ===================================================
 
   const JobTypeDefaults& defaults_for(JobType t) const {
     return job_types[static_cast<int>(t)];

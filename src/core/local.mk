@@ -8,6 +8,10 @@ src_core_libmlsched_core_la_SOURCES = \
 	src/core/cluster.h src/core/cluster.cc \
 	src/core/directives.h src/core/directives.cc \
 	src/core/submit.h src/core/submit.cc \
-	src/core/placement.h src/core/placement.cc
+	src/core/placement.h src/core/placement.cc \
+	src/core/fairshare.h src/core/fairshare.cc \
+	src/core/priority.h src/core/priority.cc \
+	src/core/topo.h src/core/topo.cc \
+	src/core/why.h src/core/why.cc
 src_core_libmlsched_core_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 

@@ -4,7 +4,9 @@ tests_unit_test_core_SOURCES = \
 	tests/unit/test_main.cc tests/unit/suites.h tests/unit/fixtures.h \
 	tests/unit/test_text.cc tests/unit/test_hostlist.cc tests/unit/test_config.cc \
 	tests/unit/test_cluster.cc tests/unit/test_directives.cc tests/unit/test_submit.cc \
-	tests/unit/test_placement.cc
+	tests/unit/test_placement.cc \
+	tests/unit/test_priority.cc \
+	tests/unit/test_topo.cc tests/unit/test_why.cc
 tests_unit_test_core_CXXFLAGS = $(AM_CXXFLAGS) $(CHECK_CFLAGS)
 tests_unit_test_core_LDADD = src/core/libmlsched_core.la $(CHECK_LIBS)
 

@@ -11,7 +11,10 @@ Suite* config_suite();
 Suite* cluster_suite();
 Suite* directives_suite();
 Suite* submit_suite();
+Suite* priority_suite();
 Suite* placement_suite();
+Suite* topo_suite();
+Suite* why_suite();
 
 // True when `haystack` contains `needle`; messages are asserted by content.
 inline bool contains(const std::string& haystack, const std::string& needle) {

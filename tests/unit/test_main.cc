@@ -10,7 +10,10 @@ int main() {
   srunner_add_suite(runner, cluster_suite());
   srunner_add_suite(runner, directives_suite());
   srunner_add_suite(runner, submit_suite());
+  srunner_add_suite(runner, priority_suite());
   srunner_add_suite(runner, placement_suite());
+  srunner_add_suite(runner, topo_suite());
+  srunner_add_suite(runner, why_suite());
   srunner_run_all(runner, CK_NORMAL);
   const int failed = srunner_ntests_failed(runner);
   srunner_free(runner);
