@@ -113,8 +113,8 @@ MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, cha
       tell_user(err_msg, "mlsched: the scheduler's configuration is not loaded; ask your admin");
       return SLURM_ERROR;
     }
-    const auto cluster = g_cluster.get(*config, g_config.generation(), kLog);
-    const mlsched::SubmitPlan plan = plan_submit(copy_request(job_desc), *config, *cluster);
+    const auto model = g_cluster.get(*config, g_config.generation(), kLog);
+    const mlsched::SubmitPlan plan = plan_submit(copy_request(job_desc), *config, model->cluster);
     const std::string msg = plan.user_message();
     if (!plan.accepted()) {
       info("%s: refused a job of uid %u: %s", kLog, submit_uid, msg.c_str());
