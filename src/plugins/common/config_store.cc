@@ -35,6 +35,12 @@ bool ConfigStore::load(const std::string& path, const char* log_prefix) {
   return reload_if_changed() && get() != nullptr;
 }
 
+bool ConfigStore::start(const char* slurm_conf_path, const char* log_prefix) {
+  if (!load(default_path(slurm_conf_path), log_prefix)) return false;
+  start_watching();
+  return true;
+}
+
 std::shared_ptr<const Config> ConfigStore::get() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return config_;

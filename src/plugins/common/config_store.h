@@ -21,6 +21,10 @@ class ConfigStore {
 
   // Loads synchronously. On failure logs every problem and returns false.
   bool load(const std::string& path, const char* log_prefix);
+  // What every plugin's init() does inside slurmctld: load mlsched.conf from its
+  // default place and watch it. False (logged) when the file is missing or broken,
+  // which stops slurmctld as a broken slurm.conf does.
+  bool start(const char* slurm_conf_path, const char* log_prefix);
   // The current configuration; never null after a successful load().
   std::shared_ptr<const Config> get() const;
   // Number of successful loads, so callers can rebuild what derives from it.

@@ -9,6 +9,7 @@
 #include "core/text.h"
 #include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
+#include "plugins/common/guard.h"
 #include "plugins/common/slurm_headers.h"
 
 MLSCHED_EXPORT const char plugin_name[] = "mlsched job submit plugin: ML directives";
@@ -17,6 +18,7 @@ MLSCHED_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 namespace {
 
+using mlsched::plugin::guarded;
 constexpr const char* kLog = "job_submit/mlsched";
 
 mlsched::plugin::ConfigStore g_config;
@@ -82,27 +84,17 @@ void tell_user(char** err_msg, const std::string& msg) {
 
 }  // namespace
 
+// job_submit plugins are loaded by slurmctld only.
 MLSCHED_EXPORT int init(void) {
-  try {
-    const std::string path = mlsched::plugin::ConfigStore::default_path(slurm_conf.slurm_conf);
-    // A broken mlsched.conf at startup stops slurmctld, as a broken slurm.conf does.
-    if (!g_config.load(path, kLog)) return SLURM_ERROR;
-    g_config.start_watching();
-    return SLURM_SUCCESS;
-  } catch (const std::exception& e) {
-    error("%s: init failed: %s", kLog, e.what());
-  } catch (...) {
-    error("%s: init failed", kLog);
-  }
-  return SLURM_ERROR;
+  return guarded(kLog, "init", SLURM_ERROR,
+                 [] { return g_config.start(slurm_conf.slurm_conf, kLog) ? SLURM_SUCCESS : SLURM_ERROR; });
 }
 
 MLSCHED_EXPORT int fini(void) {
-  try {
+  return guarded(kLog, "fini", SLURM_SUCCESS, [] {
     g_config.stop_watching();
-  } catch (...) {
-  }
-  return SLURM_SUCCESS;
+    return SLURM_SUCCESS;
+  });
 }
 
 // Called with read locks on config, job, node and partition (job_submit.c).

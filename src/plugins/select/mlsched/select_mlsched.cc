@@ -19,6 +19,7 @@
 #include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
 #include "plugins/common/ctld.h"
+#include "plugins/common/guard.h"
 #include "plugins/common/slurm_headers.h"
 
 
@@ -30,6 +31,7 @@ MLSCHED_EXPORT const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
 namespace {
 
+using mlsched::plugin::guarded;
 constexpr const char* kLog = "select/mlsched";
 constexpr const char* kReasonPrefix = "mlsched: ";
 
@@ -272,21 +274,37 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
   }
 
   if (mode == SELECT_MODE_WILL_RUN) {
-    // Backfill asks when the job could start: ask cons_tres once per unit the gang
-    // fits in on an empty cluster, and keep the earliest answer.
-    mlsched::ClusterState idle = current_state(*model, *config);
-    for (auto& n : idle) n.gpu_busy.assign(n.gpu_busy.size(), false);
-    const mlsched::PlacementPlan units = plan_placement(cluster, idle, eligible, request, policy_of(*config));
+    // Backfill asks when the job could start. A strict job must start inside one
+    // unit: ask cons_tres per unit it fits in (those with the most free GPUs now
+    // first) and keep the earliest answer. Any other job may widen at run-now, so
+    // one question per acceptable GPU type is enough and keeps backfill cheap.
+    std::vector<std::vector<size_t>> places;
+    const bool strict = request.mode == mlsched::LocalityMode::strict && request.locality != mlsched::Locality::any;
+    if (strict) {
+      const mlsched::ClusterState now = current_state(*model, *config);
+      mlsched::ClusterState idle = now;
+      for (auto& n : idle) n.gpu_busy.assign(n.gpu_busy.size(), false);
+      auto units = plan_placement(cluster, idle, eligible, request, policy_of(*config)).candidates;
+      auto free_now = [&](const mlsched::PlacementCandidate& c) {
+        uint32_t free = 0;
+        for (size_t k : c.unit_nodes) free += now[k].free_gpus();
+        return free;
+      };
+      std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) { return free_now(a) > free_now(b); });
+      for (const auto& u : units)
+        if (places.size() < 4) places.push_back(u.unit_nodes);
+    } else {
+      for (const auto& type : request.gpu_types.empty() ? cluster.gpu_types() : request.gpu_types)
+        places.push_back(nodes_of_types(cluster, {type}));
+    }
     const time_t original_start = job_ptr->start_time;
     time_t best_start = 0;
     bitstr_t* best = nullptr;
     List best_preemptees = nullptr;
-    size_t tried = 0;
-    for (const auto& cand : units.candidates) {
-      if (++tried > 6) break;
+    for (const auto& nodes : places) {
       List preemptees = nullptr;
       job_ptr->start_time = original_start;
-      auto [rc, trial] = attempt(cand.unit_nodes, mode, preemptee_job_list ? &preemptees : nullptr);
+      auto [rc, trial] = attempt(nodes, mode, preemptee_job_list ? &preemptees : nullptr);
       if (rc != SLURM_SUCCESS) continue;
       if (!best || job_ptr->start_time < best_start) {
         FREE_NULL_BITMAP(best);
@@ -355,7 +373,7 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
 }  // namespace
 
 MLSCHED_EXPORT int init(void) {
-  try {
+  return guarded(kLog, "init", SLURM_ERROR, [] {
     inner_context = plugin_context_create("select", "select/cons_tres", reinterpret_cast<void**>(&inner),
                                           kInnerSyms, sizeof(kInnerSyms));
     if (!inner_context) {
@@ -364,25 +382,16 @@ MLSCHED_EXPORT int init(void) {
     }
     // Client commands (sinfo, squeue, sprio) load every select plugin: they only
     // need the forwarding above. Policy state lives in slurmctld alone.
-    if (mlsched::plugin::ctld::in_slurmctld()) {
-      const std::string path = mlsched::plugin::ConfigStore::default_path(slurm_conf.slurm_conf);
-      if (!g_config.load(path, kLog)) return SLURM_ERROR;
-      g_config.start_watching();
-    }
+    if (mlsched::plugin::ctld::in_slurmctld() && !g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
     return SLURM_SUCCESS;
-  } catch (const std::exception& e) {
-    error("%s: init failed: %s", kLog, e.what());
-  } catch (...) {
-    error("%s: init failed", kLog);
-  }
-  return SLURM_ERROR;
+  });
 }
 
 MLSCHED_EXPORT int fini(void) {
-  try {
+  guarded(kLog, "fini", SLURM_SUCCESS, [] {
     g_config.stop_watching();
-  } catch (...) {
-  }
+    return SLURM_SUCCESS;
+  });
   int rc = SLURM_SUCCESS;
   if (inner_context) rc = plugin_context_destroy(inner_context);
   inner_context = nullptr;
