@@ -1,0 +1,197 @@
+// Who may preempt whom, and the victim set that loses the least work.
+#include "core/preempt.h"
+
+#include <cmath>
+
+#include "core/text.h"
+
+namespace mlsched {
+
+uint32_t PreemptCandidate::gpus() const {
+  uint32_t n = 0;
+  for (const auto& [node, count] : gpus_on_node) n += count;
+  return n;
+}
+
+const char* verdict_name(PreemptVerdict v) {
+  switch (v) {
+    case PreemptVerdict::allowed: return "Allowed";
+    case PreemptVerdict::victim_not_preemptible: return "VictimNotPreemptible";
+    case PreemptVerdict::victim_within_quota: return "VictimWithinQuota";
+    case PreemptVerdict::preemptor_borrowing: return "PreemptorBorrowing";
+    case PreemptVerdict::same_team: return "SameTeam";
+    case PreemptVerdict::victim_too_young: return "VictimTooYoung";
+    case PreemptVerdict::victim_preempted_too_often: return "VictimPreemptedTooOften";
+    case PreemptVerdict::no_useful_gpus: return "NoUsefulGpus";
+    case PreemptVerdict::same_job: return "SameJob";
+  }
+  return "Unknown";
+}
+
+PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& victim, const Config& config,
+                           int64_t now) {
+  if (preemptor.job_id == victim.job_id) return PreemptVerdict::same_job;
+  if (!victim.preemptible) return PreemptVerdict::victim_not_preemptible;
+  // Reclaiming is for guarantees: a job that would itself run on borrowed GPUs has
+  // no claim on anyone's.
+  if (preemptor.borrowing) return PreemptVerdict::preemptor_borrowing;
+  if (preemptor.team == victim.team) return PreemptVerdict::same_team;
+  if (!victim.borrowing) return PreemptVerdict::victim_within_quota;
+  if (now - victim.start_time < static_cast<int64_t>(config.preempt_min_run_time))
+    return PreemptVerdict::victim_too_young;
+  uint32_t cap = config.preempt_max_per_job;
+  if (victim.has_directives) cap = std::min(cap, victim.max_restarts);
+  if (victim.times_preempted >= cap) return PreemptVerdict::victim_preempted_too_often;
+  if (!preemptor.gpu_type.empty() && !victim.gpu_type.empty() &&
+      lowercase(preemptor.gpu_type) != lowercase(victim.gpu_type))
+    return PreemptVerdict::no_useful_gpus;
+  if (victim.gpus() == 0) return PreemptVerdict::no_useful_gpus;
+  return PreemptVerdict::allowed;
+}
+
+double lost_work(const PreemptCandidate& victim, int64_t now) {
+  int64_t since;
+  if (victim.last_checkpoint && *victim.last_checkpoint >= victim.start_time) {
+    since = now - *victim.last_checkpoint;
+  } else {
+    // Nothing reported in this run: everything since the start is at risk, but a
+    // job that declared an interval has checkpointed at least that recently.
+    since = now - victim.start_time;
+    if (victim.checkpoint_interval > 0) since = std::min<int64_t>(since, victim.checkpoint_interval);
+  }
+  return static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, since));
+}
+
+namespace {
+
+// A partial victim set in the cover search.
+struct Cover {
+  int64_t lost = 0;  // whole GPU-seconds, so comparisons are exact
+  std::vector<uint32_t> ids;  // sorted ascending
+  bool better_than(const Cover& o) const {
+    if (lost != o.lost) return lost < o.lost;
+    if (ids.size() != o.ids.size()) return ids.size() < o.ids.size();
+    return ids < o.ids;
+  }
+};
+
+struct Unit {
+  std::string name;
+  std::string gpu_type;
+  std::vector<const PreemptNode*> nodes;
+};
+
+std::vector<Unit> units_for(const Preemptor& preemptor, const std::vector<PreemptNode>& nodes) {
+  std::map<std::pair<std::string, std::string>, Unit> units;  // (type, name)
+  const std::string want = lowercase(preemptor.gpu_type);
+  for (const auto& n : nodes) {
+    const std::string type = lowercase(n.gpu_type);
+    if (type.empty() || (!want.empty() && type != want)) continue;
+    std::string name;
+    if (preemptor.locality == Locality::node) name = n.name;
+    // A node outside every multi-node domain is an NVLink unit of its own.
+    else if (preemptor.locality == Locality::nvlink_domain) name = n.nvlink_domain.empty() ? n.name : n.nvlink_domain;
+    // Wider localities are the select plugin's business; one GPU type is ours.
+    else name = "cluster";
+    Unit& u = units[{type, name}];
+    u.name = name;
+    u.gpu_type = type;
+    u.nodes.push_back(&n);
+  }
+  std::vector<Unit> out;
+  for (auto& [key, u] : units) out.push_back(std::move(u));
+  return out;
+}
+
+// Least-lost-work cover of `need` GPUs by the candidates' GPUs in `unit`: a 0/1
+// knapsack over GPU counts capped at `need`, exact for the handful of jobs a
+// unit holds.
+std::optional<Cover> best_cover(const Unit& unit, uint32_t need, const std::vector<PreemptCandidate>& allowed,
+                                int64_t now) {
+  std::vector<std::optional<Cover>> best(need + 1);
+  best[0] = Cover{};
+  for (const auto& c : allowed) {
+    uint32_t here = 0;
+    for (const auto* n : unit.nodes) {
+      auto it = c.gpus_on_node.find(n->name);
+      if (it != c.gpus_on_node.end()) here += it->second;
+    }
+    if (here == 0) continue;
+    const int64_t lost = std::llround(lost_work(c, now));
+    for (int64_t freed = static_cast<int64_t>(need) - 1; freed >= 0; --freed) {
+      if (!best[freed]) continue;
+      const uint32_t to = std::min<uint32_t>(need, static_cast<uint32_t>(freed) + here);
+      Cover next = *best[freed];
+      next.lost += lost;
+      next.ids.insert(std::upper_bound(next.ids.begin(), next.ids.end(), c.job_id), c.job_id);
+      if (!best[to] || next.better_than(*best[to])) best[to] = std::move(next);
+    }
+  }
+  return best[need];
+}
+
+}  // namespace
+
+VictimChoice choose_victims(const Preemptor& preemptor, const std::vector<PreemptCandidate>& allowed,
+                            const std::vector<PreemptNode>& nodes, int64_t now) {
+  VictimChoice choice;
+  std::optional<Cover> best;
+  std::string best_unit;
+  uint32_t most_reachable = 0;
+  for (const auto& unit : units_for(preemptor, nodes)) {
+    uint32_t free = 0, held = 0;
+    for (const auto* n : unit.nodes) free += n->free_gpus;
+    for (const auto& c : allowed)
+      for (const auto* n : unit.nodes) {
+        auto it = c.gpus_on_node.find(n->name);
+        if (it != c.gpus_on_node.end()) held += it->second;
+      }
+    most_reachable = std::max(most_reachable, free + held);
+    const uint32_t need = preemptor.gpus > free ? preemptor.gpus - free : 0;
+    auto cover = best_cover(unit, need, allowed, now);
+    if (!cover) continue;
+    if (!best || cover->better_than(*best)) {
+      best = std::move(cover);
+      best_unit = unit.name;
+    }
+  }
+  if (!best) {
+    choice.reason = "no " + (preemptor.gpu_type.empty() ? std::string("GPU") : preemptor.gpu_type) +
+                    " unit can free " + std::to_string(preemptor.gpus) + " GPUs (at most " +
+                    std::to_string(most_reachable) + " free or held by preemptible jobs in one " +
+                    (preemptor.locality == Locality::node            ? "node"
+                     : preemptor.locality == Locality::nvlink_domain ? "NVLink domain"
+                                                                     : "GPU type") +
+                    ")";
+    return choice;
+  }
+  choice.found = true;
+  choice.unit = best_unit;
+  choice.lost_gpu_seconds = static_cast<double>(best->lost);
+  std::vector<const PreemptCandidate*> chosen;
+  for (const auto& c : allowed)
+    if (std::binary_search(best->ids.begin(), best->ids.end(), c.job_id)) chosen.push_back(&c);
+  std::stable_sort(chosen.begin(), chosen.end(), [now](const PreemptCandidate* a, const PreemptCandidate* b) {
+    const double la = lost_work(*a, now), lb = lost_work(*b, now);
+    return la != lb ? la < lb : a->job_id < b->job_id;
+  });
+  for (const auto* c : chosen) choice.victims.push_back(c->job_id);
+  return choice;
+}
+
+std::map<uint32_t, uint32_t> preemption_order(const VictimChoice& choice, const std::vector<PreemptCandidate>& allowed,
+                                              int64_t now) {
+  std::map<uint32_t, uint32_t> rank;
+  for (uint32_t id : choice.victims) rank.emplace(id, static_cast<uint32_t>(rank.size()));
+  std::vector<const PreemptCandidate*> rest;
+  for (const auto& c : allowed)
+    if (!rank.count(c.job_id)) rest.push_back(&c);
+  std::stable_sort(rest.begin(), rest.end(), [now](const PreemptCandidate* a, const PreemptCandidate* b) {
+    const double la = lost_work(*a, now), lb = lost_work(*b, now);
+    return la != lb ? la < lb : a->job_id < b->job_id;
+  });
+  for (const auto* c : rest) rank.emplace(c->job_id, static_cast<uint32_t>(rank.size()));
+  return rank;
+}
+
+}  // namespace mlsched

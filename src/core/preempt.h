@@ -1,0 +1,126 @@
+// Checkpoint-aware preemption (preempt/mlsched): which running jobs a pending job
+// may take GPUs from, and which set of them loses the least work. Slurm-free; the
+// plugin copies jobs and nodes in and `now` is passed in.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/config.h"
+#include "core/types.h"
+
+namespace mlsched {
+
+// A running job that might be preempted.
+struct PreemptCandidate {
+  uint32_t job_id = 0;
+  std::string team;
+  std::string gpu_type;                        // "" when its GPUs have no single type
+  std::map<std::string, uint32_t> gpus_on_node;  // node name -> GPUs it holds there
+  int64_t start_time = 0;                      // of its current run (after a requeue: the new start)
+  bool preemptible = true;                     // its directive (or its type's default)
+  bool borrowing = false;                      // beyond its team's guarantee (mark_borrowing)
+  uint32_t times_preempted = 0;                // Slurm's restart count
+  uint32_t max_restarts = 0;                   // its directive; 0 with no directives = no own cap
+  bool has_directives = false;
+  uint32_t checkpoint_interval = 0;            // declared seconds between checkpoints; 0 = none
+  std::optional<int64_t> last_checkpoint;      // last *completed* checkpoint, when reported
+
+  uint32_t gpus() const;
+};
+
+// The pending job that wants GPUs.
+struct Preemptor {
+  uint32_t job_id = 0;
+  std::string team;
+  std::string gpu_type;   // "" = any type (a job that names none)
+  uint32_t gpus = 0;      // the whole gang's GPUs
+  bool borrowing = false; // starting it would take its team beyond its guarantee
+  Locality locality = Locality::any;  // node / nvlink-domain: its GPUs must be in one such unit
+};
+
+// Why a pair is refused; each has a sentence for the log and for `mlsched why`.
+enum class PreemptVerdict {
+  allowed,
+  victim_not_preemptible,   // preemptible=no (directive or job type default)
+  victim_within_quota,      // the victim's team is inside its guarantee: nothing to reclaim
+  preemptor_borrowing,      // an over-quota (borrowing) job never preempts
+  same_team,                // teams share within themselves through priority, not preemption
+  victim_too_young,         // ran less than PreemptMinRunTime since it (re)started
+  victim_preempted_too_often,  // reached PreemptMaxPerJob or its own max-restarts
+  no_useful_gpus,           // holds no GPUs of the type the preemptor needs
+  same_job,
+};
+const char* verdict_name(PreemptVerdict v);
+
+// Who may preempt whom. Rules, in the order they are checked: a job never preempts
+// itself; only preemptible victims; a borrowing preemptor preempts nothing; only
+// other teams' borrowing jobs; not before PreemptMinRunTime; not beyond the
+// per-job cap; only jobs holding GPUs the preemptor can use.
+PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& victim, const Config& config,
+                           int64_t now);
+
+// Marks which running jobs are borrowing: per team and GPU type, jobs in start
+// order (oldest first, then lower job id) fill the team's guarantee; every job that
+// does not fit entirely inside it is borrowing. `guaranteed(team, gpu_type)` gives
+// the guarantee (Quotas::guaranteed in the plugin).
+template <typename Guarantee>
+void mark_borrowing(std::vector<PreemptCandidate>& running, Guarantee guaranteed);
+
+// GPU-seconds a victim would lose if stopped now: its GPUs times the time since its
+// last completed checkpoint (or since its start when it reported none), bounded by
+// its declared checkpoint interval when it reported none.
+double lost_work(const PreemptCandidate& victim, int64_t now);
+
+// A GPU node as preemption sees it.
+struct PreemptNode {
+  std::string name;
+  std::string gpu_type;
+  std::string nvlink_domain;  // "" = none
+  uint32_t free_gpus = 0;     // idle and usable now
+};
+
+struct VictimChoice {
+  bool found = false;
+  std::vector<uint32_t> victims;  // job ids, least lost work first
+  double lost_gpu_seconds = 0;
+  std::string unit;               // node, NVLink domain or "cluster" where the preemptor fits
+  std::string reason;             // when !found: why no set works
+};
+
+// Among sets of allowed candidates that free enough GPUs in one place where the
+// preemptor can run (its GPU type; one node or one NVLink domain when its locality
+// asks for that), the one with the least lost work, then the fewest jobs, then
+// the lowest job ids. Free GPUs count first: no job is preempted when they
+// suffice (then found is true with no victims). Candidates must already be allowed
+// by may_preempt().
+VictimChoice choose_victims(const Preemptor& preemptor, const std::vector<PreemptCandidate>& allowed,
+                            const std::vector<PreemptNode>& nodes, int64_t now);
+
+// The order in which the plugin offers candidates to Slurm's select plugin, which
+// removes them one by one until the preemptor fits: the chosen set first (least
+// lost work first), then the others by lost work. Returns job id -> rank (0 first).
+std::map<uint32_t, uint32_t> preemption_order(const VictimChoice& choice, const std::vector<PreemptCandidate>& allowed,
+                                              int64_t now);
+
+// ---- template definition -----------------------------------------------------------
+template <typename Guarantee>
+void mark_borrowing(std::vector<PreemptCandidate>& running, Guarantee guaranteed) {
+  std::vector<PreemptCandidate*> order;
+  for (auto& j : running) order.push_back(&j);
+  std::stable_sort(order.begin(), order.end(), [](const PreemptCandidate* a, const PreemptCandidate* b) {
+    return a->start_time != b->start_time ? a->start_time < b->start_time : a->job_id < b->job_id;
+  });
+  std::map<std::pair<std::string, std::string>, uint32_t> used;
+  for (auto* j : order) {
+    uint32_t& u = used[{j->team, j->gpu_type}];
+    u += j->gpus();
+    j->borrowing = u > guaranteed(j->team, j->gpu_type);
+  }
+}
+
+}  // namespace mlsched

@@ -1,0 +1,231 @@
+// `mlsched run -- <command>`: runs a training process inside a batch job so it can
+// be preempted and resume: it tells the process where to checkpoint and what to
+// resume from, and forwards the job's checkpoint signal (Slurm delivers it to the
+// batch shell only). `mlsched ckpt done <path>`: the training process reports a
+// checkpoint as complete. Record keeping and fencing live in core/checkpoint.
+#include <slurm/slurm.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "core/checkpoint.h"
+#include "core/directives.h"
+#include "core/text.h"
+#include "tools/mlsched/cli.h"
+
+namespace mlsched::tool {
+
+namespace {
+
+const char* const kRunHelp =
+    "usage: exec mlsched run [--checkpoint-dir DIR] [--signal SIG] -- <command> [args...]\n"
+    "\n"
+    "Runs <command> as the training process of a batch job that may be preempted.\n"
+    "Use `exec` so that mlsched receives the checkpoint signal Slurm sends to the\n"
+    "batch shell. <command> gets in its environment:\n"
+    "  MLSCHED_CHECKPOINT_DIR   where to write checkpoints (kept across requeues)\n"
+    "  MLSCHED_RESUME_FROM      the latest complete checkpoint; empty on a first start\n"
+    "  MLSCHED_RESTART_COUNT    how often the job was requeued (SLURM_RESTART_COUNT)\n"
+    "  MLSCHED_CHECKPOINT_SIGNAL  the signal that asks for a checkpoint (e.g. USR1)\n"
+    "On that signal it should write a checkpoint, then run `mlsched ckpt done <path>`.\n"
+    "\n"
+    "  --checkpoint-dir DIR  default: mlsched-checkpoints/$SLURM_JOB_ID in the job's working directory\n"
+    "  --signal SIG          default: the job's checkpoint-signal directive, else USR1\n"
+    "  --no-requeue          keep running after a checkpoint signal; by default, once\n"
+    "                        <command> marks a checkpoint after the signal, the job\n"
+    "                        requeues itself, giving its GPUs back before its grace\n"
+    "                        time ends (preemption) and continuing in a new\n"
+    "                        allocation (--signal=B:USR1@secs before the time limit),\n"
+    "                        as long as the job's restarts stay below max-restarts\n"
+    "\n"
+    "Exits with <command>'s exit code (128 + signal number when a signal ended it).\n"
+    "Refuses to start (exit 1) when a newer run of the same job owns the directory.\n";
+
+const char* const kCkptHelp =
+    "usage: mlsched ckpt done <path>\n"
+    "\n"
+    "Marks the checkpoint at <path> (absolute, or relative to MLSCHED_CHECKPOINT_DIR)\n"
+    "complete, so the next run of the job resumes from it. Call it only after the\n"
+    "checkpoint is fully written: a checkpoint never marked is never resumed from.\n"
+    "Refused (exit 1) from a stale copy of the job: when a newer run (a higher\n"
+    "restart count) owns the checkpoint directory.\n";
+
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string env(const char* name) {
+  const char* v = getenv(name);
+  return v ? v : "";
+}
+
+uint32_t restart_count() {
+  const std::string v = env("SLURM_RESTART_COUNT");
+  if (v.empty()) return 0;
+  auto n = parse_uint(v);
+  if (!n || *n > UINT32_MAX) throw ToolError("SLURM_RESTART_COUNT=" + v + " is not a count");
+  return static_cast<uint32_t>(*n);
+}
+
+// The job's directives, read from slurmctld (nullopt outside a job, for a job
+// without directives, or when slurmctld cannot be asked).
+std::optional<JobDirectives> job_directives() {
+  auto job_id = parse_uint(env("SLURM_JOB_ID"));
+  if (!job_id) return std::nullopt;
+  slurm_init(nullptr);
+  job_info_msg_t* msg = nullptr;
+  std::optional<JobDirectives> d;
+  if (slurm_load_job(&msg, static_cast<uint32_t>(*job_id), SHOW_ALL) == SLURM_SUCCESS && msg && msg->record_count) {
+    const char* admin_comment = msg->job_array[0].admin_comment;
+    d = parse_stored_directives(admin_comment ? admin_comment : "");
+  }
+  if (msg) slurm_free_job_info_msg(msg);
+  return d;
+}
+
+}  // namespace
+
+int cmd_run(Args& args) {
+  // First, so that the command's own options are never taken for ours.
+  std::vector<std::string> command = args.rest_after("--");
+  if (args.flag("--help")) {
+    fputs(kRunHelp, stdout);
+    return 0;
+  }
+  std::string dir = args.value("--checkpoint-dir");
+  const std::string signal_text = args.value("--signal");
+  const bool no_requeue = args.flag("--no-requeue");
+  args.expect_no_more("run");
+  if (command.empty()) throw UsageError("no command to run after --");
+  if (dir.empty()) {
+    const std::string job_id = env("SLURM_JOB_ID");
+    if (job_id.empty()) throw UsageError("not inside a Slurm job: give --checkpoint-dir");
+    // The job's working directory (sbatch -D, else where it was submitted): the
+    // requeued job starts there again, so it finds its checkpoints.
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) throw ToolError(std::string("cannot read the working directory: ") + strerror(errno));
+    dir = std::string(cwd) + "/mlsched-checkpoints/" + job_id;
+  }
+  const auto directives = job_directives();
+  int checkpoint_signal = directives && directives->checkpoint_signal ? directives->checkpoint_signal : SIGUSR1;
+  if (!signal_text.empty()) {
+    auto s = parse_signal(signal_text);
+    if (!s) throw UsageError("--signal " + signal_text + " is not a signal a job may use");
+    checkpoint_signal = *s;
+  }
+  const uint32_t restart = restart_count();
+  // max-restarts bounds how often the job comes back by itself.
+  bool requeue_when_checkpointed = !no_requeue;
+  if (requeue_when_checkpointed && directives && restart >= directives->max_restarts) {
+    fprintf(stderr, "mlsched run: restart %u reached max-restarts=%u: this run will not requeue itself\n", restart,
+            directives->max_restarts);
+    requeue_when_checkpointed = false;
+  }
+
+  const RunStart start = begin_run(dir, restart);
+  if (!start.ok) throw ToolError(start.error);
+  if (!start.note.empty()) fprintf(stderr, "mlsched run: %s\n", start.note.c_str());
+  fprintf(stderr, "mlsched run: restart %u, checkpoints in %s, resuming from %s\n", restart, dir.c_str(),
+          start.resume_from.empty() ? "nothing (first start)" : start.resume_from.c_str());
+
+  setenv("MLSCHED_CHECKPOINT_DIR", dir.c_str(), 1);
+  setenv("MLSCHED_RESUME_FROM", start.resume_from.c_str(), 1);
+  setenv("MLSCHED_RESTART_COUNT", std::to_string(restart).c_str(), 1);
+  setenv("MLSCHED_CHECKPOINT_SIGNAL", signal_name(checkpoint_signal).c_str(), 1);
+
+  // Signals are taken synchronously (sigwaitinfo): blocked before the fork so none
+  // is lost between fork and wait, unblocked again in the child before exec.
+  sigset_t forwarded;
+  sigemptyset(&forwarded);
+  for (int s : {checkpoint_signal, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&forwarded, s);
+  sigset_t previous;
+  sigprocmask(SIG_BLOCK, &forwarded, &previous);
+  const pid_t child = fork();
+  if (child < 0) throw ToolError(std::string("cannot fork: ") + strerror(errno));
+  if (child == 0) {
+    sigprocmask(SIG_SETMASK, &previous, nullptr);
+    std::vector<char*> argv;
+    for (auto& a : command) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execvp(argv[0], argv.data());
+    fprintf(stderr, "mlsched run: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  // After a checkpoint signal, once the training reports a checkpoint newer than
+  // the signal, the job gives its GPUs back at once by requeueing itself rather
+  // than holding them for the rest of its grace time.
+  const auto job_id = parse_uint(env("SLURM_JOB_ID"));
+  int64_t asked_at = 0;  // when the checkpoint signal came; 0 = none pending
+  for (;;) {
+    siginfo_t info;
+    const struct timespec poll = {1, 0};
+    const int sig = asked_at ? sigtimedwait(&forwarded, &info, &poll) : sigwaitinfo(&forwarded, &info);
+    if (sig < 0) {
+      if (errno == EAGAIN && asked_at && requeue_when_checkpointed && job_id) {
+        if (auto text = read_text(latest_file(dir))) {
+          auto record = parse_checkpoint_record(*text);
+          if (record && record->restart == restart && record->time >= asked_at) {
+            fprintf(stderr, "mlsched run: checkpoint %s complete; requeueing job %s to give its GPUs back\n",
+                    record->path.c_str(), env("SLURM_JOB_ID").c_str());
+            if (slurm_requeue(static_cast<uint32_t>(*job_id), 0) != SLURM_SUCCESS)
+              fprintf(stderr, "mlsched run: requeue failed (%s); Slurm requeues it when its grace ends\n",
+                      slurm_strerror(slurm_get_errno()));
+            asked_at = 0;
+          }
+        }
+        continue;
+      }
+      if (errno == EINTR || errno == EAGAIN) continue;
+      throw ToolError(std::string("sigwaitinfo: ") + strerror(errno));
+    }
+    if (sig != SIGCHLD) {
+      if (sig == checkpoint_signal) {
+        fprintf(stderr, "mlsched run: checkpoint signal %s, passing it on\n", signal_name(sig).c_str());
+        if (!asked_at) asked_at = static_cast<int64_t>(time(nullptr));
+      }
+      kill(child, sig);
+      continue;
+    }
+    int status = 0;
+    const pid_t done = waitpid(child, &status, WNOHANG);
+    if (done == child) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+    }
+  }
+}
+
+int cmd_ckpt(Args& args) {
+  if (args.flag("--help")) {
+    fputs(kCkptHelp, stdout);
+    return 0;
+  }
+  const std::string action = args.positional();
+  if (action != "done") throw UsageError(action.empty() ? "missing action (done)" : "unknown action '" + action + "'");
+  const std::string path = args.positional();
+  args.expect_no_more("ckpt");
+  if (path.empty()) throw UsageError("missing checkpoint path");
+  const std::string dir = env("MLSCHED_CHECKPOINT_DIR");
+  if (dir.empty()) throw ToolError("MLSCHED_CHECKPOINT_DIR is not set: run the training under `mlsched run`");
+  // The restart count of *this* run, as `mlsched run` exported it: the fence
+  // compares it with the newest run's.
+  const std::string restart_text = env("MLSCHED_RESTART_COUNT");
+  auto restart = parse_uint(restart_text);
+  if (!restart || *restart > UINT32_MAX) throw ToolError("MLSCHED_RESTART_COUNT is not set: run the training under `mlsched run`");
+  const std::string why = mark_checkpoint_complete(dir, static_cast<uint32_t>(*restart), path, time(nullptr));
+  if (!why.empty()) throw ToolError(why);
+  return 0;
+}
+
+}  // namespace mlsched::tool

@@ -1,0 +1,145 @@
+// Checkpoint records and fencing behind `mlsched run` / `mlsched ckpt done`, on a
+// real temporary directory: resume from the latest complete checkpoint only, and a
+// stale copy of the job (lower restart count) can neither start nor mark.
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/checkpoint.h"
+#include "suites.h"
+
+using namespace mlsched;
+
+namespace {
+
+std::string temp_dir() {
+  char pattern[] = "/tmp/mlsched-ckpt-test-XXXXXX";
+  char* d = mkdtemp(pattern);
+  ck_assert_ptr_nonnull(d);
+  return d;
+}
+
+void touch(const std::string& path, const std::string& text = "weights") {
+  std::ofstream(path) << text;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+void remove_tree(const std::string& dir) {
+  const std::string cmd = "rm -rf '" + dir + "'";
+  ck_assert_int_eq(system(cmd.c_str()), 0);
+}
+
+}  // namespace
+
+START_TEST(record_round_trips_and_rejects_garbage) {
+  CheckpointRecord r{3, 1700000000, "step-40 with space"};
+  auto back = parse_checkpoint_record(r.to_string());
+  ck_assert(back.has_value());
+  ck_assert_uint_eq(back->restart, 3);
+  ck_assert_int_eq(back->time, 1700000000);
+  ck_assert_string_eq(back->path, "step-40 with space");
+  ck_assert(!parse_checkpoint_record("mlsched-checkpoint restart=1 time=5").has_value());    // no path
+  ck_assert(!parse_checkpoint_record("mlsched-checkpoint restart=x time=5 path=a").has_value());
+  ck_assert(!parse_checkpoint_record("mlsched-checkpoint time=5 path=a").has_value());      // no restart
+  ck_assert(!parse_checkpoint_record("mlsched-checkpoint restart=1 time=5 path=").has_value());
+  ck_assert(!parse_checkpoint_record("mlsched-checkpoint restart=1 tim").has_value());      // cut short
+  ck_assert(!parse_checkpoint_record("").has_value());
+}
+END_TEST
+
+START_TEST(first_start_resumes_from_nothing_then_from_latest_complete) {
+  const std::string dir = temp_dir() + "/job/42";  // created by begin_run
+  auto first = begin_run(dir, 0);
+  ck_assert_msg(first.ok, "%s", first.error.c_str());
+  ck_assert_string_eq(first.resume_from, "");
+  touch(dir + "/step-10");
+  ck_assert_string_eq(mark_checkpoint_complete(dir, 0, "step-10", 100), "");
+  touch(dir + "/step-20");
+  ck_assert_string_eq(mark_checkpoint_complete(dir, 0, "step-20", 200), "");
+  // Written but never marked: a checkpoint interrupted half-way.
+  touch(dir + "/step-30", "half");
+  auto second = begin_run(dir, 1);
+  ck_assert_msg(second.ok, "%s", second.error.c_str());
+  ck_assert_string_eq(second.resume_from, dir + "/step-20");
+  ck_assert_contains(slurp(latest_file(dir)), "restart=0 time=200 path=step-20");
+  remove_tree(dir.substr(0, dir.find("/job/42")));
+}
+END_TEST
+
+START_TEST(marking_a_missing_checkpoint_is_refused) {
+  const std::string dir = temp_dir();
+  ck_assert(begin_run(dir, 0).ok);
+  ck_assert_contains(mark_checkpoint_complete(dir, 0, "step-99", 1), "does not exist");
+  ck_assert_contains(mark_checkpoint_complete(dir, 0, "", 1), "no checkpoint path");
+  ck_assert_contains(mark_checkpoint_complete("", 0, "x", 1), "mlsched run");
+  ck_assert_int_ne(access(latest_file(dir).c_str(), F_OK), 0);  // nothing recorded
+  remove_tree(dir);
+}
+END_TEST
+
+START_TEST(stale_copy_can_neither_start_nor_mark) {
+  const std::string dir = temp_dir();
+  ck_assert(begin_run(dir, 0).ok);  // the first allocation...
+  ck_assert(begin_run(dir, 1).ok);  // ...declared dead; the job runs again
+  touch(dir + "/old-run");
+  // The first allocation's process is still alive and reports a checkpoint.
+  const std::string why = mark_checkpoint_complete(dir, 0, "old-run", 50);
+  ck_assert_contains(why, "refused: a newer run of this job (restart 1)");
+  ck_assert_int_ne(access(latest_file(dir).c_str(), F_OK), 0);
+  auto restart = begin_run(dir, 0);
+  ck_assert(!restart.ok);
+  ck_assert_contains(restart.error, "stale");
+  // The current run marks normally; a later one raises the fence again.
+  touch(dir + "/new-run");
+  ck_assert_string_eq(mark_checkpoint_complete(dir, 1, "new-run", 60), "");
+  ck_assert(begin_run(dir, 2).ok);
+  remove_tree(dir);
+}
+END_TEST
+
+START_TEST(record_of_newer_run_is_never_replaced_by_older) {
+  // Fence file lost (e.g. restored from a backup) but LATEST says restart 3.
+  const std::string dir = temp_dir();
+  touch(dir + "/a");
+  CheckpointRecord newer{3, 10, "a"};
+  touch(latest_file(dir), newer.to_string());
+  ck_assert_contains(mark_checkpoint_complete(dir, 2, "a", 20), "newer run (restart 3)");
+  remove_tree(dir);
+}
+END_TEST
+
+START_TEST(vanished_or_unreadable_record_starts_from_scratch_with_a_note) {
+  const std::string dir = temp_dir();
+  CheckpointRecord gone{0, 10, "deleted"};
+  touch(latest_file(dir), gone.to_string());
+  auto r = begin_run(dir, 1);
+  ck_assert(r.ok);
+  ck_assert_string_eq(r.resume_from, "");
+  ck_assert_contains(r.note, "is gone");
+  touch(latest_file(dir), "garbage");
+  r = begin_run(dir, 2);
+  ck_assert(r.ok);
+  ck_assert_contains(r.note, "unreadable");
+  remove_tree(dir);
+}
+END_TEST
+
+Suite* checkpoint_suite() {
+  Suite* s = suite_create("checkpoint");
+  TCase* tc = tcase_create("records");
+  tcase_add_test(tc, record_round_trips_and_rejects_garbage);
+  tcase_add_test(tc, first_start_resumes_from_nothing_then_from_latest_complete);
+  tcase_add_test(tc, marking_a_missing_checkpoint_is_refused);
+  tcase_add_test(tc, stale_copy_can_neither_start_nor_mark);
+  tcase_add_test(tc, record_of_newer_run_is_never_replaced_by_older);
+  tcase_add_test(tc, vanished_or_unreadable_record_starts_from_scratch_with_a_note);
+  suite_add_tcase(s, tc);
+  return s;
+}
