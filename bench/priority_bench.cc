@@ -26,7 +26,7 @@ int main(int argc, char** argv) {
   const int64_t now = 1700000000;
   const char* types[] = {"h100", "a100", ""};
   for (uint32_t i = 0; i < 2000; ++i) {
-    RunningJob r;
+    ChargedJob r;
     r.job_id = i + 1;
     r.team = in.teams[rng() % teams].team;
     r.allocation.by_type["h100"] = 1 + rng() % 8;
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     in.running.push_back(r);
   }
   for (size_t i = 0; i < pending; ++i) {
-    PendingJob p;
+    PricedJob p;
     p.job_id = static_cast<uint32_t>(10000 + i);
     p.team = in.teams[rng() % teams].team;
     p.gpu_type = types[rng() % 3];

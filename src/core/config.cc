@@ -53,9 +53,24 @@ std::vector<std::string> with_priority_keys(std::vector<std::string> keys) {
 }
 // ==== end priority/mlsched keys =================================================
 
-const std::vector<std::string> kTopKeys = with_priority_keys({"MaxCheckpointGrace", "DefaultJobType",
+// ==== preempt/mlsched keys (top level) ==========================================
+const std::vector<std::string> kPreemptKeys = {"PreemptMinRunTime", "PreemptMaxPerJob"};
+
+bool is_preempt_key(const std::string& canonical) {
+  for (const auto& k : kPreemptKeys)
+    if (k == canonical) return true;
+  return false;
+}
+
+std::vector<std::string> with_preempt_keys(std::vector<std::string> keys) {
+  keys.insert(keys.end(), kPreemptKeys.begin(), kPreemptKeys.end());
+  return keys;
+}
+// ==== end preempt/mlsched keys ==================================================
+
+const std::vector<std::string> kTopKeys = with_preempt_keys(with_priority_keys({"MaxCheckpointGrace", "DefaultJobType",
                                                               "MaxRestartsLimit", "JobType", "NvlinkDomain",
-                                                              "NodeFailureWindow", "LargeGangNodes"});
+                                                              "NodeFailureWindow", "LargeGangNodes"}));
 const std::vector<std::string> kJobTypeKeys = {"Preemptible",       "CheckpointSignal",
                                                "CheckpointGrace",   "CheckpointInterval",
                                                "MaxRestarts",       "Locality",
@@ -164,7 +179,13 @@ class Parser {
         else error("DefaultJobType=" + w.value + " is not a job type (" + join(job_type_names(), ", ") + ")");
       } else if (is_priority_key(*key)) {
         priority_setting(w);
-      }
+      } else if (is_preempt_key(*key)) {  // ==== preempt/mlsched
+        if (*key == "PreemptMinRunTime") {
+          if (auto v = seconds(w, 100000000)) config_.preempt_min_run_time = *v;
+        } else if (*key == "PreemptMaxPerJob") {
+          if (auto v = count(w, 100000)) config_.preempt_max_per_job = *v;
+        }
+      }  // ==== end preempt/mlsched
     }
   }
 

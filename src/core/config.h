@@ -51,6 +51,15 @@ struct Config {
   uint32_t large_gang_nodes = 2;
   // ==== end select/mlsched =======================================================
 
+  // ==== preempt/mlsched ===========================================================
+  // A running job is safe from preemption for this many seconds after it (re)starts,
+  // so it can make progress (and checkpoint) before it is interrupted again.
+  uint32_t preempt_min_run_time = 300;
+  // A job preempted this many times is not preempted again (the job's own
+  // max-restarts caps it further), so no job thrashes between queue and GPUs.
+  uint32_t preempt_max_per_job = 5;
+  // ==== end preempt/mlsched =======================================================
+
   // ==== priority/mlsched: fair share, quotas and priority weights ==============
   // How much one GPU-second of a type counts in a team's usage (lowercase gpu_type
   // -> weight). A type not listed weighs 1.

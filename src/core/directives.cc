@@ -220,7 +220,10 @@ std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comm
     const size_t eq = word.find('=');
     if (eq == std::string::npos) return std::nullopt;
     const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
-    any = true;
+    // Only directive keys count: "mlsched: borrowing=no" (a plugin's mark on a job
+    // submitted without directives) holds none, so it reads as no directives.
+    const auto& keys = directive_keys();
+    any = any || std::find(keys.begin(), keys.end(), key) != keys.end();
     if (key == "type") {
       if (auto t = parse_job_type(value)) d.type = *t; else return std::nullopt;
     } else if (key == "gpu-type") {
@@ -245,5 +248,72 @@ std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comm
   if (!any) return std::nullopt;
   return d;
 }
+
+// ==== marks the plugins keep beside the directives (priority/mlsched) ===========
+namespace {
+
+// Where mlsched's words are in an admin comment: [begin, end) after the prefix, up
+// to the first ';' (an admin's note may follow), or npos when there is no mlsched part.
+struct StoredPart {
+  size_t prefix = std::string::npos;  // where "mlsched:" starts
+  size_t begin = 0, end = 0;
+};
+
+StoredPart find_stored_part(const std::string& text) {
+  StoredPart p;
+  p.prefix = text.find(kStoredPrefix);
+  if (p.prefix == std::string::npos) return p;
+  p.begin = p.prefix + std::string(kStoredPrefix).size();
+  p.end = text.find(';', p.begin);
+  if (p.end == std::string::npos) p.end = text.size();
+  return p;
+}
+
+}  // namespace
+
+std::string with_stored_token(std::string_view admin_comment, std::string_view key,
+                              const std::optional<std::string>& value) {
+  const std::string text(admin_comment);
+  const std::string token = value ? std::string(key) + "=" + *value : std::string();
+  const StoredPart p = find_stored_part(text);
+  if (p.prefix == std::string::npos) {
+    if (!value) return text;
+    const std::string note = trim(text);
+    return std::string(kStoredPrefix) + " " + token + (note.empty() ? "" : "; " + note);
+  }
+  std::vector<std::string> words;
+  bool replaced = false;
+  for (const auto& word : split_words(text.substr(p.begin, p.end - p.begin))) {
+    const size_t eq = word.find('=');
+    if (eq != std::string::npos && std::string_view(word).substr(0, eq) == key) {
+      if (value && !replaced) words.push_back(token);
+      replaced = true;
+      continue;
+    }
+    words.push_back(word);
+  }
+  if (value && !replaced) words.push_back(token);
+  const std::string before = text.substr(0, p.prefix);
+  std::string after = text.substr(p.end);  // "" or "; <note>"
+  if (words.empty()) {
+    // Nothing of ours is left: give the admin their note back as it was.
+    if (!after.empty()) after = trim(after.substr(1));
+    const std::string rest = trim(before + after);
+    return rest;
+  }
+  return before + kStoredPrefix + " " + join(words, " ") + after;
+}
+
+std::optional<std::string> stored_token(std::string_view admin_comment, std::string_view key) {
+  const std::string text(admin_comment);
+  const StoredPart p = find_stored_part(text);
+  if (p.prefix == std::string::npos) return std::nullopt;
+  for (const auto& word : split_words(text.substr(p.begin, p.end - p.begin))) {
+    const size_t eq = word.find('=');
+    if (eq != std::string::npos && std::string_view(word).substr(0, eq) == key) return word.substr(eq + 1);
+  }
+  return std::nullopt;
+}
+// ==== end marks ==================================================================
 
 }  // namespace mlsched

@@ -76,4 +76,18 @@ extern const char* const kStoredPrefix;
 // the text holds no mlsched directives.
 std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comment);
 
+// ==== marks the plugins keep beside the directives (priority/mlsched) ===========
+// A plugin's own `key=value` token in mlsched's part of the admin comment (e.g.
+// `borrowing=yes`, read by a preempt plugin). parse_stored_directives() skips such
+// keys, and a part holding only such tokens ("mlsched: borrowing=no") carries no
+// directives. `key` must not be a directive key.
+// Sets or replaces the token; a comment without an mlsched part gets one in front
+// ("mlsched: borrowing=yes; <admin note>"). nullopt removes the token, and the
+// mlsched part with it when nothing else is left there.
+std::string with_stored_token(std::string_view admin_comment, std::string_view key,
+                              const std::optional<std::string>& value);
+// The token's value, if the comment's mlsched part has it.
+std::optional<std::string> stored_token(std::string_view admin_comment, std::string_view key);
+// ==== end marks ==================================================================
+
 }  // namespace mlsched

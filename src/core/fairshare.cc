@@ -67,7 +67,7 @@ void UsageLedger::decay_to(int64_t now) {
   decayed_through_ = now;
 }
 
-void UsageLedger::charge(uint32_t job_id, const RunningJob& job, int64_t until) {
+void UsageLedger::charge(uint32_t job_id, const ChargedJob& job, int64_t until) {
   JobCharge& c = jobs_[job_id];
   if (c.team.empty()) c.team = job.team;
   const int64_t from = std::max(job.start_time, c.charged_through);
@@ -84,12 +84,12 @@ void UsageLedger::charge(uint32_t job_id, const RunningJob& job, int64_t until) 
   c.charged_through = std::max(c.charged_through, until);
 }
 
-void UsageLedger::account(int64_t now, const std::vector<RunningJob>& running) {
+void UsageLedger::account(int64_t now, const std::vector<ChargedJob>& running) {
   decay_to(now);
   for (const auto& job : running) charge(job.job_id, job, now);
 }
 
-void UsageLedger::job_end(const RunningJob& job, int64_t end_time, bool lost_to_node_failure) {
+void UsageLedger::job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure) {
   decay_to(std::max(end_time, decayed_through_));
   if (lost_to_node_failure) {
     auto it = jobs_.find(job.job_id);

@@ -30,8 +30,9 @@ struct GpuWeights {
   double weighted(const GpuCounts& gpus) const;
 };
 
-// A running job as the ledger charges it.
-struct RunningJob {
+// A running job as the ledger charges it. (Named apart from why.h's RunningJob:
+// two types of one name in namespace mlsched break the one-definition rule.)
+struct ChargedJob {
   uint32_t job_id = 0;
   std::string team;
   double weighted_gpus = 0;   // GpuWeights::weighted of its allocation
@@ -57,10 +58,10 @@ class UsageLedger {
   // Decays all usage up to `now`, then charges every running job from where it was
   // last charged (or its start) up to `now`. Jobs the ledger tracks that are not in
   // `running` are left alone: job_end() settles them.
-  void account(int64_t now, const std::vector<RunningJob>& running);
+  void account(int64_t now, const std::vector<ChargedJob>& running);
   // A job ended at `end_time`: charges its last piece, or, when its work was lost to
   // a node failure, takes back what it was charged (decayed as the rest).
-  void job_end(const RunningJob& job, int64_t end_time, bool lost_to_node_failure);
+  void job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure);
 
   // Stops tracking a job without charging more (it left Slurm's tables unseen).
   void forget(uint32_t job_id) { jobs_.erase(job_id); }
@@ -84,7 +85,7 @@ class UsageLedger {
     double gpu_seconds = 0;
   };
   void decay_to(int64_t now);
-  void charge(uint32_t job_id, const RunningJob& job, int64_t until);
+  void charge(uint32_t job_id, const ChargedJob& job, int64_t until);
 
   uint32_t half_life_;
   int64_t decayed_through_ = 0;  // 0: nothing charged yet

@@ -11,7 +11,10 @@ src_core_libmlsched_core_la_SOURCES = \
 	src/core/placement.h src/core/placement.cc \
 	src/core/fairshare.h src/core/fairshare.cc \
 	src/core/priority.h src/core/priority.cc \
+	src/core/preempt.h src/core/preempt.cc \
+	src/core/checkpoint.h src/core/checkpoint.cc \
 	src/core/topo.h src/core/topo.cc \
-	src/core/why.h src/core/why.cc
+	src/core/why.h src/core/why.cc \
+	src/core/ops.h src/core/ops.cc
 src_core_libmlsched_core_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <unordered_map>
+#include <utility>
 
 #include "core/text.h"
 
@@ -47,22 +49,21 @@ bool Quotas::borrowing(const std::string& team, const std::string& gpu_type, uin
   return static_cast<uint64_t>(used) + gpus > guaranteed(team, gpu_type);
 }
 
-PriorityFactors job_priority(const PendingJob& job, const PriorityInputs& in, int64_t now) {
-  const Config& c = in.config;
-  PriorityFactors f;
-  auto s = in.standing.find(job.team);
-  const double fairshare = s == in.standing.end() ? 0.0 : s->second.fairshare;
-  f.fairshare = c.priority_weight_fairshare * fairshare;
+namespace {
 
-  // A job that needs no GPUs borrows nothing.
-  f.borrowing = job.gpus > 0 && in.quotas.borrowing(job.team, job.gpu_type, job.gpus, in.in_use);
+// The formula, once the job's team standing and whether it borrows are known.
+PriorityFactors price(const PricedJob& job, const Config& c, double fairshare, bool borrowing,
+                      uint32_t cluster_gpus, int64_t now) {
+  PriorityFactors f;
+  f.fairshare = c.priority_weight_fairshare * fairshare;
+  f.borrowing = borrowing;
   f.quota = f.borrowing ? 0.0 : static_cast<double>(c.priority_weight_quota);
 
   const double waited = static_cast<double>(std::max<int64_t>(0, now - job.submit_time));
   const double max_age = std::max<uint32_t>(1, c.priority_max_age);
   f.age = c.priority_weight_age * std::min(1.0, waited / max_age);
   // At least one GPU's worth, so CPU-only jobs are not starved either.
-  const double size = in.cluster_gpus > 0 ? std::max<uint32_t>(job.gpus, 1) / static_cast<double>(in.cluster_gpus) : 0.0;
+  const double size = cluster_gpus > 0 ? std::max<uint32_t>(job.gpus, 1) / static_cast<double>(cluster_gpus) : 0.0;
   f.job_size = c.priority_weight_job_size * size * (waited / max_age);
 
   f.job_type = c.priority_weight_job_type[static_cast<int>(job.type)];
@@ -77,7 +78,63 @@ PriorityFactors job_priority(const PendingJob& job, const PriorityInputs& in, in
   return f;
 }
 
-TeamGpusInUse gpus_in_use(const std::vector<RunningJob>& running) {
+double fairshare_of(const std::map<std::string, TeamStanding>& standing, const std::string& team) {
+  auto s = standing.find(team);
+  return s == standing.end() ? 0.0 : s->second.fairshare;
+}
+
+// What one pass needs of each team, looked up once per team rather than per job:
+// with 100,000 pending jobs the ordered-map lookups by team name and the
+// lowercasing of GPU types were most of the pass. Headroom per GPU type as the job
+// names it is computed on first use with Quotas, so the answers are the same.
+class TeamCache {
+ public:
+  explicit TeamCache(const PriorityInputs& in) : in_(in) {}
+
+  // (fairshare, borrowing) of a job.
+  std::pair<double, bool> of(const PricedJob& job) {
+    auto [it, inserted] = teams_.try_emplace(job.team);
+    Team& team = it->second;
+    if (inserted) team.fairshare = fairshare_of(in_.standing, job.team);
+    // A job that needs no GPUs borrows nothing.
+    if (job.gpus == 0) return {team.fairshare, false};
+    for (const auto& [type, headroom] : team.headroom)
+      if (type == job.gpu_type) return {team.fairshare, job.gpus > headroom};
+    // Quotas::borrowing() is "used + gpus > guaranteed", i.e. gpus > headroom.
+    const int64_t headroom = headroom_of(job.team, job.gpu_type);
+    team.headroom.emplace_back(job.gpu_type, headroom);
+    return {team.fairshare, job.gpus > headroom};
+  }
+
+ private:
+  struct Team {
+    double fairshare = 0;
+    std::vector<std::pair<std::string, int64_t>> headroom;  // gpu_type as jobs name it -> GPUs left
+  };
+  int64_t headroom_of(const std::string& team, const std::string& gpu_type) const {
+    // Counted as Quotas::borrowing() counts: an untyped job against all types.
+    int64_t used = 0;
+    auto t = in_.in_use.find(team);
+    if (t != in_.in_use.end()) {
+      const std::string want = lowercase(gpu_type);
+      for (const auto& [type, count] : t->second)
+        if (gpu_type.empty() || lowercase(type) == want) used += count;
+    }
+    return static_cast<int64_t>(in_.quotas.guaranteed(team, gpu_type)) - used;
+  }
+
+  const PriorityInputs& in_;
+  std::unordered_map<std::string, Team> teams_;
+};
+
+}  // namespace
+
+PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int64_t now) {
+  const bool borrowing = job.gpus > 0 && in.quotas.borrowing(job.team, job.gpu_type, job.gpus, in.in_use);
+  return price(job, in.config, fairshare_of(in.standing, job.team), borrowing, in.cluster_gpus, now);
+}
+
+TeamGpusInUse gpus_in_use(const std::vector<ChargedJob>& running) {
   TeamGpusInUse in_use;
   for (const auto& job : running) {
     auto& team = in_use[job.team];
@@ -85,6 +142,37 @@ TeamGpusInUse gpus_in_use(const std::vector<RunningJob>& running) {
     if (job.allocation.untyped) team[""] += job.allocation.untyped;
   }
   return in_use;
+}
+
+std::vector<bool> running_borrowing(const Quotas& quotas, const std::vector<ChargedJob>& running) {
+  std::vector<size_t> order(running.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (running[a].start_time != running[b].start_time) return running[a].start_time < running[b].start_time;
+    return running[a].job_id < running[b].job_id;
+  });
+  std::vector<bool> borrowing(running.size(), false);
+  // GPUs of each team counted so far, by type; "" sums all types, as an untyped
+  // job's guarantee is the sum over types.
+  std::map<std::string, std::map<std::string, uint64_t>> counted;
+  for (size_t i : order) {
+    const ChargedJob& job = running[i];
+    auto& team = counted[job.team];
+    bool beyond = false;
+    for (const auto& [type, count] : job.allocation.by_type) {
+      if (!count) continue;
+      const std::string t = lowercase(type);
+      team[t] += count;
+      team[""] += count;
+      beyond = beyond || team[t] > quotas.guaranteed(job.team, t);
+    }
+    if (job.allocation.untyped) {
+      team[""] += job.allocation.untyped;
+      beyond = beyond || team[""] > quotas.guaranteed(job.team, "");
+    }
+    borrowing[i] = beyond;
+  }
+  return borrowing;
 }
 
 PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassInput& in, int64_t now) {
@@ -96,8 +184,13 @@ PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassIn
   for (const auto& [type, count] : in.cluster_gpus_by_type) cluster_gpus += count;
   const Quotas quotas(config, out.standing, in.cluster_gpus_by_type);
   const PriorityInputs inputs{config, out.standing, quotas, out.in_use, cluster_gpus};
+  out.running_borrowing = running_borrowing(quotas, in.running);
   out.pending.reserve(in.pending.size());
-  for (const auto& job : in.pending) out.pending.push_back(job_priority(job, inputs, now));
+  TeamCache teams(inputs);
+  for (const auto& job : in.pending) {
+    const auto [fairshare, borrowing] = teams.of(job);
+    out.pending.push_back(price(job, config, fairshare, borrowing, cluster_gpus, now));
+  }
   return out;
 }
 

@@ -38,7 +38,7 @@ class Quotas {
 };
 
 // A pending job, as the formula sees it.
-struct PendingJob {
+struct PricedJob {
   uint32_t job_id = 0;
   std::string team;
   std::string gpu_type;       // "" when the job names no single type
@@ -72,25 +72,32 @@ struct PriorityInputs {
   uint32_t cluster_gpus = 0;
 };
 
-PriorityFactors job_priority(const PendingJob& job, const PriorityInputs& in, int64_t now);
+PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int64_t now);
 
 // One pass over the cluster, as the plugin runs it every PriorityCalcPeriod on a
 // snapshot taken under slurmctld's locks: charge running jobs, rank teams, then
 // price every pending job.
 struct PassInput {
   std::vector<TeamShares> teams;
-  std::vector<RunningJob> running;
-  std::vector<PendingJob> pending;
+  std::vector<ChargedJob> running;
+  std::vector<PricedJob> pending;
   std::map<std::string, uint32_t> cluster_gpus_by_type;  // lowercase gpu_type -> GPUs
 };
 struct PassResult {
   std::map<std::string, TeamStanding> standing;
   TeamGpusInUse in_use;
   std::vector<PriorityFactors> pending;  // parallel to PassInput::pending
+  std::vector<bool> running_borrowing;   // parallel to PassInput::running
 };
 PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassInput& in, int64_t now);
 // The GPUs each team holds, from its running jobs.
-TeamGpusInUse gpus_in_use(const std::vector<RunningJob>& running);
+TeamGpusInUse gpus_in_use(const std::vector<ChargedJob>& running);
+// Which running jobs run on borrowed GPUs (parallel to `running`). A team's jobs
+// fill its guarantee in the order they started (then by job id); those that took
+// it beyond the guarantee borrow. The youngest jobs are the borrowers because they
+// lose the least work when reclaimed, and when an older job ends the next one moves
+// inside the guarantee and stops borrowing.
+std::vector<bool> running_borrowing(const Quotas& quotas, const std::vector<ChargedJob>& running);
 
 // The highest priority a job can reach without the unbounded size term: once a
 // gang's size term exceeds this over its own bounded terms, it is at the top.

@@ -190,7 +190,7 @@ std::vector<bool> usable_mask(const ClusterState& state) {
   return mask;
 }
 
-std::string need_text(const GpuRequest& r, const std::vector<std::string>& types) {
+std::string need_text(const GpuNeed& r, const std::vector<std::string>& types) {
   const std::string type_text = types.empty() ? "" : join(types, " or ") + " ";
   std::string s = std::to_string(r.total_gpus()) + " " + type_text + "GPUs";
   if (r.gang.gpus_per_node) s += " as " + std::to_string(r.gang.nodes) + " node" + (r.gang.nodes > 1 ? "s" : "") + " x " +
@@ -237,7 +237,7 @@ FitNow fit_now(const Cluster& cluster, const ClusterState& state, Locality scope
 WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   WhyReport rep;
   const Cluster& cluster = *snap.cluster;
-  const GpuRequest& req = job.request;
+  const GpuNeed& req = job.request;
   const std::string& sr = job.slurm_reason;
 
   if (sr == "JobHeldUser") rep.findings.push_back({wr::kHeldByUser, "held by its owner; `scontrol release " + std::to_string(job.job_id) + "` lets it start"});
@@ -268,7 +268,14 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   if (sr == "BeginTime" || job.begin_time > snap.now)
     rep.findings.push_back({wr::kBeginTimeNotReached, "asked not to start before --begin, " +
                                                            format_duration(job.begin_time - snap.now) + " from now"});
-  if (!job.directives && starts_with(lowercase(trim(job.admin_comment)), kStoredPrefix))
+  // Stored text with directive keys that did not parse; a plain mark such as
+  // "mlsched: borrowing=no" on a job without directives is not a problem.
+  auto has_directive_key = [&] {
+    for (const auto& key : directive_keys())
+      if (stored_token(job.admin_comment, key)) return true;
+    return false;
+  };
+  if (!job.directives && starts_with(lowercase(trim(job.admin_comment)), kStoredPrefix) && has_directive_key())
     rep.findings.push_back({wr::kBadDirectives, "the stored directives cannot be read: '" + job.admin_comment + "'"});
 
   // Resources, per acceptable GPU type present in the cluster.

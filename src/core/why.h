@@ -47,7 +47,7 @@ struct WaitReasonDoc {
 const std::vector<WaitReasonDoc>& wait_reason_docs();
 
 // What a job asks for, in GPUs.
-struct GpuRequest {
+struct GpuNeed {
   GangShape gang;                      // nodes, GPUs per node or in total
   std::vector<std::string> gpu_types;  // acceptable types, first choice first; empty: any
   Locality locality = Locality::any;
@@ -108,7 +108,7 @@ struct JobFacts {
   std::string slurm_reason_detail;   // Slurm's state_desc, if any
   uint32_t priority = 0;
   time_t submit_time = 0, begin_time = 0, start_time = 0, end_time = 0;
-  GpuRequest request;
+  GpuNeed request;
   std::string admin_comment;
   std::optional<JobDirectives> directives;
   std::vector<UpstreamJob> upstream;

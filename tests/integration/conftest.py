@@ -109,6 +109,9 @@ def stock_cluster():
     for tests that show what mlsched changes. Started on demand, removed afterwards."""
     directory = os.environ.get("MLSCHED_STOCK_CLUSTER_DIR", "/tmp/mlsched-stock")
     port_base = os.environ.get("MLSCHED_STOCK_PORT_BASE", "20800")
+    # Started empty: jobs an earlier run left behind would change what the tests see.
+    subprocess.run([str(REPO / "scripts" / "cluster"), "down", "--purge", "--dir", directory],
+                   capture_output=True, text=True, timeout=300)
     up = subprocess.run([str(REPO / "scripts" / "cluster"), "up", "--plugins", "stock", "--dir", directory,
                          "--port-base", port_base], capture_output=True, text=True, timeout=300)
     if up.returncode != 0:

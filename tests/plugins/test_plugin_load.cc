@@ -38,6 +38,7 @@ const PluginSpec kPlugins[] = {
       "select_p_select_jobinfo_unpack", "select_p_select_jobinfo_sprint", "select_p_select_jobinfo_xstrdup",
       "select_p_get_info_from_plugin", "select_p_update_node_config", "select_p_reconfigure",
       "select_p_resv_test"}},
+    {"preempt", {"preempt_p_job_preempt_check", "preempt_p_preemptable", "preempt_p_get_data"}},
 };
 
 std::string plugin_path(const char* type) {
@@ -85,7 +86,7 @@ END_TEST
 // program has none of slurmctld's tables, so the plugin must load without them.
 START_TEST(plugin_loads_in_a_client) {
   const PluginSpec& spec = kPlugins[_i];
-  if (std::string(spec.type) == "job_submit") return;  // loaded by slurmctld only
+  if (std::string(spec.type) == "job_submit" || std::string(spec.type) == "preempt") return;  // slurmctld only
   void* lib = dlopen(SLURM_PUBLIC_LIB, RTLD_NOW | RTLD_GLOBAL);
   ck_assert_msg(lib != nullptr, "cannot load %s: %s", SLURM_PUBLIC_LIB, dlerror());
   const std::string path = plugin_path(spec.type);

@@ -15,6 +15,9 @@ Suite* priority_suite();
 Suite* placement_suite();
 Suite* topo_suite();
 Suite* why_suite();
+Suite* ops_suite();
+Suite* preempt_suite();
+Suite* checkpoint_suite();
 
 // True when `haystack` contains `needle`; messages are asserted by content.
 inline bool contains(const std::string& haystack, const std::string& needle) {

@@ -14,6 +14,9 @@ int main() {
   srunner_add_suite(runner, placement_suite());
   srunner_add_suite(runner, topo_suite());
   srunner_add_suite(runner, why_suite());
+  srunner_add_suite(runner, ops_suite());
+  srunner_add_suite(runner, preempt_suite());
+  srunner_add_suite(runner, checkpoint_suite());
   srunner_run_all(runner, CK_NORMAL);
   const int failed = srunner_ntests_failed(runner);
   srunner_free(runner);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "core/config.h"
+#include "core/directives.h"
 #include "core/fairshare.h"
 #include "core/priority.h"
 #include "suites.h"
@@ -22,8 +23,8 @@ Config config_from(const std::string& text) {
   return *r.config;
 }
 
-RunningJob running(uint32_t id, const std::string& team, double weighted, uint32_t gpus, int64_t start) {
-  RunningJob j;
+ChargedJob running(uint32_t id, const std::string& team, double weighted, uint32_t gpus, int64_t start) {
+  ChargedJob j;
   j.job_id = id;
   j.team = team;
   j.weighted_gpus = weighted;
@@ -203,6 +204,107 @@ START_TEST(job_beyond_guarantee_is_borrowing) {
 END_TEST
 
 namespace {
+ChargedJob holding(uint32_t id, const std::string& team, const std::string& type, uint32_t gpus, int64_t start) {
+  ChargedJob j = running(id, team, gpus, gpus, start);
+  if (type.empty()) j.allocation.untyped = gpus;
+  else j.allocation.by_type[type] = gpus;
+  return j;
+}
+}  // namespace
+
+START_TEST(youngest_running_jobs_beyond_the_guarantee_borrow) {
+  Config c = config_from("TeamQuota=nlp:h100=8\n");
+  std::map<std::string, TeamStanding> standing;
+  standing["nlp"].shares_norm = 0.25;
+  standing["vision"].shares_norm = 0.5;
+  const std::map<std::string, uint32_t> gpus = {{"h100", 64}, {"a100", 16}};
+  Quotas q(c, standing, gpus);
+  // Listed out of start order on purpose: the start time decides, then the job id.
+  std::vector<ChargedJob> jobs = {
+      holding(4, "nlp", "h100", 4, kT0 + 30),    // 4 + 4 + 4 = 12 > 8: borrows
+      holding(2, "nlp", "h100", 4, kT0),         // 4
+      holding(3, "nlp", "h100", 4, kT0 + 10),    // 8: exactly the quota
+      holding(5, "nlp", "a100", 2, kT0 + 40),    // a100 guarantee: 0.25 x 16 = 4
+      holding(6, "vision", "H100", 32, kT0),     // its fair share of h100: exactly 32
+      holding(7, "vision", "h100", 1, kT0 + 1),  // one beyond
+      holding(8, "vision", "", 2, kT0 + 2),      // untyped: against 32 + 8 over all types
+  };
+  auto b = running_borrowing(q, jobs);
+  ck_assert_int_eq(b.size(), jobs.size());
+  ck_assert(b[0]);
+  ck_assert(!b[1]);
+  ck_assert(!b[2]);
+  ck_assert(!b[3]);
+  ck_assert(!b[4]);
+  ck_assert(b[5]);
+  ck_assert(!b[6]);  // 32 + 1 + 2 = 35 <= 40
+  // A tie in start time goes by job id: the later id borrows.
+  b = running_borrowing(q, {holding(11, "nlp", "h100", 6, kT0), holding(10, "nlp", "h100", 6, kT0)});
+  ck_assert(b[0]);
+  ck_assert(!b[1]);
+}
+END_TEST
+
+START_TEST(a_job_stops_borrowing_when_older_ones_end) {
+  Config c = config_from("TeamQuota=nlp:h100=8\n");
+  std::map<std::string, TeamStanding> standing;
+  standing["nlp"].shares_norm = 0.25;
+  const std::map<std::string, uint32_t> gpus = {{"h100", 64}};
+  Quotas q(c, standing, gpus);
+  std::vector<ChargedJob> jobs = {holding(1, "nlp", "h100", 8, kT0), holding(2, "nlp", "h100", 8, kT0 + 5)};
+  ck_assert(running_borrowing(q, jobs)[1]);
+  jobs.erase(jobs.begin());
+  ck_assert(!running_borrowing(q, jobs)[0]);
+  // The pass reports it too, parallel to the running jobs it was given.
+  PassInput in;
+  in.teams = {{"nlp", 1}, {"vision", 3}};
+  in.cluster_gpus_by_type = gpus;
+  in.running = {holding(1, "nlp", "h100", 8, kT0), holding(2, "nlp", "h100", 8, kT0 + 5)};
+  UsageLedger ledger(0);
+  auto r = priority_pass(c, ledger, in, kT0 + 10);
+  ck_assert_int_eq(r.running_borrowing.size(), 2);
+  ck_assert(!r.running_borrowing[0]);
+  ck_assert(r.running_borrowing[1]);
+}
+END_TEST
+
+START_TEST(borrowing_token_is_set_replaced_and_removed) {
+  const std::optional<std::string> yes = std::string("yes"), no = std::string("no");
+  // Beside directives, before an admin's note; directives still read the same.
+  const std::string stored = "mlsched: type=sweep gpu-type=a100 max-restarts=5; admin note";
+  std::string s = with_stored_token(stored, "borrowing", yes);
+  ck_assert_str_eq(s.c_str(), "mlsched: type=sweep gpu-type=a100 max-restarts=5 borrowing=yes; admin note");
+  auto d = parse_stored_directives(s);
+  ck_assert(d.has_value());
+  ck_assert(d->type == JobType::sweep);
+  ck_assert_int_eq(d->max_restarts, 5);
+  ck_assert(stored_token(s, "borrowing") == yes);
+  // Replaced in place, never duplicated.
+  s = with_stored_token(s, "borrowing", no);
+  ck_assert_str_eq(s.c_str(), "mlsched: type=sweep gpu-type=a100 max-restarts=5 borrowing=no; admin note");
+  ck_assert(stored_token(s, "borrowing") == no);
+  ck_assert(with_stored_token(s, "borrowing", std::nullopt) ==
+            "mlsched: type=sweep gpu-type=a100 max-restarts=5; admin note");
+  // A token outside mlsched's part (in the admin's note) is not ours.
+  ck_assert(!stored_token("mlsched: type=sweep; borrowing=yes", "borrowing"));
+
+  // No directives: a part of its own, which carries no directives, so the job
+  // keeps the admin's default type; removing it gives the comment back as it was.
+  s = with_stored_token("", "borrowing", yes);
+  ck_assert_str_eq(s.c_str(), "mlsched: borrowing=yes");
+  ck_assert(!parse_stored_directives(s));
+  ck_assert(with_stored_token(s, "borrowing", std::nullopt) == "");
+  s = with_stored_token("  site note ", "borrowing", no);
+  ck_assert_str_eq(s.c_str(), "mlsched: borrowing=no; site note");
+  ck_assert(!parse_stored_directives(s));
+  ck_assert(stored_token(s, "borrowing") == no);
+  ck_assert(with_stored_token(s, "borrowing", std::nullopt) == "site note");
+  ck_assert(with_stored_token("site note", "borrowing", std::nullopt) == "site note");
+  ck_assert(!stored_token("site note", "borrowing"));
+}
+END_TEST
+
+namespace {
 struct Fixture {
   Config config;
   std::map<std::string, TeamStanding> standing;
@@ -215,11 +317,13 @@ struct Fixture {
     standing["nlp"].shares_norm = 0.25;
     standing["nlp"].fairshare = 1.0;
   }
-  PriorityFactors of(const PendingJob& j, int64_t now) { return job_priority(j, {config, standing, quotas, in_use, 128}, now); }
+  PriorityFactors of(const PricedJob& j, int64_t now) {
+    return job_priority(j, {config, standing, quotas, in_use, 128}, now);
+  }
 };
 
-PendingJob pending(const std::string& team, uint32_t gpus, int64_t submitted) {
-  PendingJob j;
+PricedJob pending(const std::string& team, uint32_t gpus, int64_t submitted) {
+  PricedJob j;
   j.team = team;
   j.gpus = gpus;
   j.submit_time = submitted;
@@ -231,7 +335,7 @@ START_TEST(priority_terms_follow_the_formula) {
   Fixture f("PriorityMaxAge=1000 PriorityWeightFairshare=10000 PriorityWeightQuota=5000 PriorityWeightAge=1000\n"
             "PriorityWeightJobSize=128000 PriorityWeightQOS=100 PriorityWeightPartition=10\n"
             "PriorityWeightJobType=sweep:7\n");
-  PendingJob j = pending("vision", 8, kT0 - 500);
+  PricedJob j = pending("vision", 8, kT0 - 500);
   j.type = JobType::sweep;
   j.qos_norm = 0.5;
   j.partition_norm = 1;
@@ -263,9 +367,9 @@ END_TEST
 START_TEST(within_quota_team_outranks_borrowing_team) {
   Fixture f("TeamQuota=nlp:h100=8 TeamQuota=vision:h100=8 PriorityWeightFairshare=0\n");
   f.in_use["vision"]["h100"] = 64;
-  PendingJob borrower = pending("vision", 1, kT0 - 3600);  // older, yet behind
+  PricedJob borrower = pending("vision", 1, kT0 - 3600);  // older, yet behind
   borrower.gpu_type = "h100";
-  PendingJob entitled = pending("nlp", 1, kT0);
+  PricedJob entitled = pending("nlp", 1, kT0);
   entitled.gpu_type = "h100";
   auto b = f.of(borrower, kT0), e = f.of(entitled, kT0);
   ck_assert(b.borrowing);
@@ -280,11 +384,11 @@ START_TEST(gang_reaches_the_top_within_the_bound) {
   // Defaults: ceiling 26000, growth 100000 x 32/128 per 60 s -> 62.4 s.
   ck_assert(near(bound, 26000.0 / (100000.0 * 0.25 / 60)));
   // The worst newcomer: best fair share, within quota, interactive, age at cap.
-  PendingJob gang = pending("vision", 32, kT0);
+  PricedJob gang = pending("vision", 32, kT0);
   f.standing["vision"].fairshare = 0;
   f.in_use["vision"]["h100"] = 1000;  // the gang's team borrows: no quota term
   gang.gpu_type = "h100";
-  PendingJob newcomer = pending("nlp", 1, kT0 + static_cast<int64_t>(bound));
+  PricedJob newcomer = pending("nlp", 1, kT0 + static_cast<int64_t>(bound));
   newcomer.type = JobType::interactive;
   newcomer.qos_norm = 1;
   newcomer.partition_norm = 1;
@@ -296,10 +400,45 @@ START_TEST(gang_reaches_the_top_within_the_bound) {
 }
 END_TEST
 
+START_TEST(pass_prices_every_job_as_job_priority_does) {
+  // The pass looks teams up once (TeamCache); it must agree with the per-job path
+  // priority_p_set() uses, job by job, borrowing included.
+  Config c = config_from("TeamQuota=nlp:h100=8,a100=2\nTeamQuota=vision:H100=20\n");
+  PassInput in;
+  in.teams = {{"nlp", 1}, {"vision", 2}, {"research", 1}};
+  in.cluster_gpus_by_type = {{"h100", 32}, {"a100", 16}};
+  in.running = {holding(1, "nlp", "h100", 6, kT0 - 100), holding(2, "vision", "a100", 8, kT0 - 50),
+                holding(3, "vision", "", 4, kT0 - 40), holding(4, "research", "H100", 8, kT0 - 30)};
+  const char* teams[] = {"nlp", "vision", "research", "nobody"};
+  const char* types[] = {"h100", "H100", "a100", "", "t4"};
+  for (uint32_t i = 0; i < 200; ++i) {
+    PricedJob j = pending(teams[i % 4], i % 7 == 0 ? 0 : 1 + (i * 7) % 11, kT0 - 10 * i);
+    j.job_id = 100 + i;
+    j.gpu_type = types[(i / 4) % 5];
+    in.pending.push_back(j);
+  }
+  UsageLedger ledger(0);
+  const PassResult r = priority_pass(c, ledger, in, kT0);
+  uint32_t cluster_gpus = 48;
+  const Quotas quotas(c, r.standing, in.cluster_gpus_by_type);
+  const PriorityInputs inputs{c, r.standing, quotas, r.in_use, cluster_gpus};
+  int borrowing = 0;
+  for (size_t i = 0; i < in.pending.size(); ++i) {
+    const PriorityFactors one = job_priority(in.pending[i], inputs, kT0);
+    ck_assert_msg(one.borrowing == r.pending[i].borrowing, "job %zu", i);
+    ck_assert_uint_eq(one.total, r.pending[i].total);
+    borrowing += one.borrowing;
+  }
+  // Both outcomes occur, so the comparison above means something.
+  ck_assert_int_gt(borrowing, 0);
+  ck_assert_int_lt(borrowing, static_cast<int>(in.pending.size()));
+}
+END_TEST
+
 START_TEST(priority_is_at_least_one) {
   Fixture f("PriorityWeightFairshare=0 PriorityWeightQuota=0 PriorityWeightAge=0 PriorityWeightQOS=0 "
             "PriorityWeightPartition=0 PriorityWeightJobType=training:0\n");
-  PendingJob j = pending("nobody", 0, kT0);
+  PricedJob j = pending("nobody", 0, kT0);
   j.nice = 10000;
   ck_assert_int_eq(f.of(j, kT0).total, 1);
 }
@@ -392,6 +531,9 @@ Suite* priority_suite() {
   tcase_add_test(standing, exactly_entitled_usage_gives_one_half);
   tcase_add_test(standing, quota_from_config_or_fair_share);
   tcase_add_test(standing, job_beyond_guarantee_is_borrowing);
+  tcase_add_test(standing, youngest_running_jobs_beyond_the_guarantee_borrow);
+  tcase_add_test(standing, a_job_stops_borrowing_when_older_ones_end);
+  tcase_add_test(standing, borrowing_token_is_set_replaced_and_removed);
   suite_add_tcase(s, standing);
   TCase* formula = tcase_create("formula");
   tcase_add_test(formula, priority_terms_follow_the_formula);
@@ -399,6 +541,7 @@ Suite* priority_suite() {
   tcase_add_test(formula, within_quota_team_outranks_borrowing_team);
   tcase_add_test(formula, gang_reaches_the_top_within_the_bound);
   tcase_add_test(formula, priority_is_at_least_one);
+  tcase_add_test(formula, pass_prices_every_job_as_job_priority_does);
   suite_add_tcase(s, formula);
   TCase* config = tcase_create("config");
   tcase_add_test(config, priority_config_keys_are_typed);

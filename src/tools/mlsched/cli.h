@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster.h"
+#include "core/ops.h"
+
 namespace mlsched::tool {
 
 // The user asked for something the command does not take: exit 2 and a hint.
@@ -32,6 +35,8 @@ class Args {
   std::string value(const std::string& name);
   // Next unused positional argument; "" when none.
   std::string positional();
+  // Every argument after the first `sep` (e.g. "--"), all taken; empty when none.
+  std::vector<std::string> rest_after(const std::string& sep);
   // Fails with a UsageError naming whatever was not understood.
   void expect_no_more(const std::string& command);
 
@@ -43,7 +48,21 @@ class Args {
 // Prints and frees.
 void print_json(json_object* obj);
 
+// "what: <Slurm's message for the last error>".
+std::string slurm_error(const std::string& what);
+// mlsched.conf: $MLSCHED_CONF, else next to $SLURM_CONF (or /etc/slurm).
+std::string mlsched_conf_path();
+// The nodes, NVLink domains (mlsched.conf) and switches as the core's model, which
+// GPUs are busy, and with `health` each node's Slurm state and reason. Problems that
+// leave the model usable go to `notes`; failing to read the nodes throws ToolError.
+void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string>& notes,
+                  std::vector<NodeHealth>* health);
+
+int cmd_metrics(Args& args);
+int cmd_top(Args& args);
 int cmd_topo(Args& args);
 int cmd_why(Args& args);
+int cmd_run(Args& args);   // run_cmd.cc
+int cmd_ckpt(Args& args);  // run_cmd.cc
 
 }  // namespace mlsched::tool

@@ -2,11 +2,18 @@
 bin_PROGRAMS = src/tools/mlsched/mlsched
 src_tools_mlsched_mlsched_SOURCES = \
 	src/tools/mlsched/cli.h src/tools/mlsched/main.cc \
-	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/why_cmd.cc
-src_tools_mlsched_mlsched_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(JSON_C_CFLAGS) $(HWLOC_CFLAGS)
+	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/why_cmd.cc \
+	src/tools/mlsched/run_cmd.cc \
+	src/tools/mlsched/ops_cmd.cc src/tools/mlsched/shares.cc
+# Slurm's internal headers are on the path for shares.cc alone (see there).
+src_tools_mlsched_mlsched_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(SLURM_INTERNAL_CPPFLAGS) $(JSON_C_CFLAGS) $(HWLOC_CFLAGS)
 src_tools_mlsched_mlsched_LDADD = src/core/libmlsched_core.la $(SLURM_LIBS) $(JSON_C_LIBS) $(HWLOC_LIBS)
 
 # `mlsched topo` against hwloc XML: the hand-written fixtures always, the
 # real-machine exports of ../shared/topologies when they are there (else SKIP).
 TESTS += tests/fixtures/topo/check-fixtures.sh tests/fixtures/topo/check-shared.sh
 EXTRA_DIST += tests/fixtures/topo
+
+# `mlsched run` / `mlsched ckpt done` with tests/fake-trainer, outside Slurm.
+TESTS += tests/tools/check-run-ckpt.sh
+EXTRA_DIST += tests/tools tests/fake-trainer

@@ -16,8 +16,14 @@ const char* const kHelp =
     "  why <jobid>   every reason a pending job waits, with numbers, its ETA and\n"
     "                what would make it start sooner; where a running job runs\n"
     "  topo          GPUs, NVLink and CPU affinity of a node (hwloc) as gres.conf\n"
+    "  top           operator view: GPUs by type and team, queue, fragmentation,\n"
+    "                nodes down or drained, a map of every GPU\n"
+    "  metrics       the same as Prometheus text; --listen serves it over HTTP\n"
+    "  run -- CMD    inside a batch job: runs the training, passes on the checkpoint\n"
+    "                signal, tells it the checkpoint to resume from\n"
+    "  ckpt done P   marks checkpoint P complete (from a process under `mlsched run`)\n"
     "\n"
-    "Every command takes --help and --json.\n";
+    "Every command takes --help; why, topo and top also take --json.\n";
 
 }  // namespace
 
@@ -57,6 +63,19 @@ std::string Args::positional() {
   return "";
 }
 
+std::vector<std::string> Args::rest_after(const std::string& sep) {
+  std::vector<std::string> rest;
+  for (size_t i = 0; i < argv_.size(); ++i) {
+    if (used_[i] || argv_[i] != sep) continue;
+    for (size_t j = i; j < argv_.size(); ++j) {
+      if (j > i) rest.push_back(argv_[j]);
+      used_[j] = true;
+    }
+    break;
+  }
+  return rest;
+}
+
 void Args::expect_no_more(const std::string& command) {
   for (size_t i = 0; i < argv_.size(); ++i) {
     if (used_[i]) continue;
@@ -84,7 +103,11 @@ int main(int argc, char** argv) {
   Args args(std::vector<std::string>(argv + 2, argv + argc));
   try {
     if (command == "topo") return cmd_topo(args);
+    if (command == "top") return cmd_top(args);
+    if (command == "metrics") return cmd_metrics(args);
     if (command == "why") return cmd_why(args);
+    if (command == "run") return cmd_run(args);
+    if (command == "ckpt") return cmd_ckpt(args);
     fprintf(stderr, "mlsched: unknown command '%s'\n\n%s", command.c_str(), kHelp);
     return 2;
   } catch (const UsageError& e) {

@@ -21,6 +21,8 @@
 // Exported by libslurm (its clients scontrol and squeue print reasons with it) but
 // not declared in slurm.h in 22.05; the reason table itself is Slurm's to keep.
 extern "C" const char* slurm_job_reason_string(enum job_state_reason inx);
+// Likewise the state names sinfo prints ("IDLE", "MIXED", "DRAINED", "DOWN" ...).
+extern "C" const char* slurm_node_state_string(uint32_t inx);
 
 namespace mlsched::tool {
 
@@ -48,16 +50,18 @@ std::string user_name(uint32_t uid, const char* given) {
   return std::to_string(uid);
 }
 
-std::string slurm_error(const std::string& what) {
-  return what + ": " + slurm_strerror(slurm_get_errno());
-}
-
 struct JobsMsg {
   job_info_msg_t* msg = nullptr;
   ~JobsMsg() {
     if (msg) slurm_free_job_info_msg(msg);
   }
 };
+
+}  // namespace
+
+std::string slurm_error(const std::string& what) {
+  return what + ": " + slurm_strerror(slurm_get_errno());
+}
 
 std::string mlsched_conf_path() {
   if (const char* env = std::getenv("MLSCHED_CONF"); env && *env) return env;
@@ -67,10 +71,12 @@ std::string mlsched_conf_path() {
   return (slash == std::string::npos ? std::string(".") : slurm_conf.substr(0, slash)) + "/mlsched.conf";
 }
 
-// The nodes and switches as the core's model, plus which GPUs are busy.
-void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string>& notes) {
+// The nodes and switches as the core's model, plus which GPUs are busy and, when
+// asked, each node's Slurm state and reason.
+void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string>& notes,
+                  std::vector<NodeHealth>* health) {
   node_info_msg_t* nodes = nullptr;
-  if (slurm_load_node(0, &nodes, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+  if (slurm_load_node(0, &nodes, SHOW_ALL | SHOW_DETAIL | SHOW_MIXED) != SLURM_SUCCESS)
     throw ToolError(slurm_error("cannot read the nodes from slurmctld"));
   std::unique_ptr<node_info_msg_t, void (*)(node_info_msg_t*)> guard(nodes, slurm_free_node_info_msg);
   for (uint32_t i = 0; i < nodes->record_count; ++i) {
@@ -97,6 +103,10 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
       if (idx >= 0 && static_cast<uint32_t>(idx) < node.gpus) ns.gpu_busy[idx] = true;
     cluster.add_node(std::move(node));
     state.push_back(std::move(ns));
+    if (health) {
+      const char* name = slurm_node_state_string(n.node_state);
+      health->push_back({lowercase(name ? name : "unknown"), str(n.reason)});
+    }
   }
 
   const std::string conf_path = mlsched_conf_path();
@@ -127,9 +137,11 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
   }
 }
 
+namespace {
+
 // What a job asks for in GPUs: from its TRES, refined by its mlsched directives.
-GpuRequest request_of(const slurm_job_info_t& j, const std::optional<JobDirectives>& d) {
-  GpuRequest r;
+GpuNeed request_of(const slurm_job_info_t& j, const std::optional<JobDirectives>& d) {
+  GpuNeed r;
   r.gang.nodes = j.num_nodes ? j.num_nodes : 1;
   if (auto g = gpus_from_tres(str(j.tres_per_node))) {
     r.gang.gpus_per_node = g->count;
@@ -322,7 +334,7 @@ int cmd_why(Args& args) {
   Cluster cluster;
   Snapshot snap;
   std::vector<std::string> notes;
-  load_cluster(cluster, snap.state, notes);
+  load_cluster(cluster, snap.state, notes, nullptr);
   snap.cluster = &cluster;
   snap.now = now;
 
@@ -348,7 +360,7 @@ int cmd_why(Args& args) {
       pj.user = user_name(o.user_id, o.user_name);
       pj.partition = str(o.partition);
       pj.priority = o.priority;
-      const GpuRequest r = request_of(o, parse_stored_directives(str(o.admin_comment)));
+      const GpuNeed r = request_of(o, parse_stored_directives(str(o.admin_comment)));
       pj.gpu_types = r.gpu_types;
       pj.gpus = r.total_gpus();
       if (pj.gpus > 0) snap.pending.push_back(pj);

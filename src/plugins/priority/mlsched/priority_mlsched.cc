@@ -16,6 +16,7 @@
 #include <exception>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -31,6 +32,7 @@
 #include "core/priority.h"
 #include "core/text.h"
 #include "plugins/common/config_store.h"
+#include "plugins/common/guard.h"
 #include "plugins/common/ctld.h"
 #include "plugins/common/slurm_headers.h"
 
@@ -67,6 +69,25 @@ std::map<std::string, mlsched::TeamStanding> g_standing;
 mlsched::TeamGpusInUse g_in_use;
 std::map<std::string, uint32_t> g_cluster_gpus;
 
+// last_job_update as of our last look, and when we looked: a change means a job
+// started, ended or was submitted, and running jobs' borrowing marks are then
+// brought up to date at once rather than at the next full pass. last_job_update
+// counts whole seconds, so a change in the very second we looked may hide behind an
+// equal value: that second is looked at again. Only the pass thread touches these.
+time_t g_seen_job_update = 0;
+time_t g_seen_at = 0;
+
+bool job_table_changed() {
+  const time_t update = __atomic_load_n(&last_job_update, __ATOMIC_RELAXED);
+  return update != g_seen_job_update || update >= g_seen_at;
+}
+
+// Caller holds the job lock.
+void note_job_table_seen() {
+  g_seen_job_update = last_job_update;
+  g_seen_at = time(nullptr);
+}
+
 // The pass thread.
 std::thread g_thread;
 std::mutex g_wake_mutex;
@@ -87,8 +108,8 @@ uint32_t calc_period(const mlsched::Config& c) {
   return p ? p : 300;
 }
 
-mlsched::RunningJob running_job(const job_record_t* job_ptr, const mlsched::GpuWeights& weights) {
-  mlsched::RunningJob r;
+mlsched::ChargedJob running_job(const job_record_t* job_ptr, const mlsched::GpuWeights& weights) {
+  mlsched::ChargedJob r;
   r.job_id = job_ptr->job_id;
   r.team = str(job_ptr->account);
   r.allocation = mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_alloc_str));
@@ -103,8 +124,8 @@ mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config&
   return config.default_job_type;
 }
 
-mlsched::PendingJob pending_job(const job_record_t* job_ptr, const mlsched::Config& config) {
-  mlsched::PendingJob p;
+mlsched::PricedJob pending_job(const job_record_t* job_ptr, const mlsched::Config& config) {
+  mlsched::PricedJob p;
   p.job_id = job_ptr->job_id;
   p.team = str(job_ptr->account);
   const auto gpus = mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_req_str));
@@ -135,6 +156,36 @@ void store_factors(job_record_t* job_ptr, const mlsched::PriorityFactors& f) {
   o->priority_site = static_cast<uint32_t>(job_ptr->site_factor + static_cast<uint32_t>(std::lround(f.job_type)));
   o->nice = job_ptr->details ? job_ptr->details->nice : NICE_OFFSET;
   o->direct_prio = 0;
+}
+
+// The borrowing mark, in mlsched's part of the admin comment (beside the job's
+// directives, which users cannot change): `borrowing=yes` on a running job whose
+// GPUs are borrowed beyond its team's guarantee and may be reclaimed, `borrowing=no`
+// on one inside it. A preempt plugin reads it with mlsched::stored_token().
+constexpr const char* kBorrowingKey = "borrowing";
+
+// Sets (or, with nullopt, removes) the mark; true when the comment changed.
+bool set_borrowing_mark(job_record_t* job_ptr, const std::optional<std::string>& value) {
+  const std::string before = str(job_ptr->admin_comment);
+  // Most jobs carry no mark and have nothing to remove: skip them cheaply.
+  if (!value && before.find(kBorrowingKey) == std::string::npos) return false;
+  const std::string after = mlsched::with_stored_token(before, kBorrowingKey, value);
+  if (after == before) return false;
+  xfree(job_ptr->admin_comment);
+  job_ptr->admin_comment = after.empty() ? nullptr : xstrdup(after.c_str());
+  return true;
+}
+
+// Marks running jobs; a pending job (requeued) loses its mark, since it borrows
+// nothing until it runs again (sprio's ASSOC shows what it would do then).
+// Caller holds the job write lock.
+bool mark_borrowing(const std::vector<job_record_t*>& running_ptrs, const std::vector<bool>& borrowing,
+                    const std::vector<job_record_t*>& pending_ptrs) {
+  bool changed = false;
+  for (size_t i = 0; i < running_ptrs.size() && i < borrowing.size(); ++i)
+    changed = set_borrowing_mark(running_ptrs[i], std::string(borrowing[i] ? "yes" : "no")) || changed;
+  for (job_record_t* job_ptr : pending_ptrs) changed = set_borrowing_mark(job_ptr, std::nullopt) || changed;
+  return changed;
 }
 
 bool is_lost_to_node_failure(const job_record_t* job_ptr) {
@@ -203,13 +254,16 @@ std::string run_pass(const mlsched::Config& config) {
     in.cluster_gpus_by_type = cluster_gpus_by_type();
     in.teams = teams_from_assoc_mgr();
     std::vector<job_record_t*> pending_ptrs;
-    std::vector<job_record_t*> ended_ptrs;
+    std::vector<job_record_t*> running_ptrs;  // parallel to in.running
     if (job_list) {
       ListIterator it = list_iterator_create(job_list);
       while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
         if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) {
           // A suspended job holds its GPUs but runs nothing: charged only while running.
-          if (IS_JOB_RUNNING(job_ptr)) in.running.push_back(running_job(job_ptr, weights));
+          if (IS_JOB_RUNNING(job_ptr)) {
+            in.running.push_back(running_job(job_ptr, weights));
+            running_ptrs.push_back(job_ptr);
+          }
         } else if (IS_JOB_PENDING(job_ptr) && job_ptr->priority != 0 && !job_ptr->direct_set_prio) {
           pending_ptrs.push_back(job_ptr);
           in.pending.push_back(pending_job(job_ptr, config));
@@ -246,10 +300,12 @@ std::string run_pass(const mlsched::Config& config) {
       }
       list_iterator_destroy(it);
     }
+    const bool marks_changed = mark_borrowing(running_ptrs, result.running_borrowing, pending_ptrs);
     g_standing = result.standing;
     g_in_use = result.in_use;
     g_cluster_gpus = in.cluster_gpus_by_type;
-    if (!pending_ptrs.empty()) last_job_update = now;
+    if (!pending_ptrs.empty() || marks_changed) last_job_update = now;
+    note_job_table_seen();
     saved = g_ledger.serialize();
   } catch (...) {
     assoc_mgr_unlock(&assoc_write);
@@ -259,6 +315,43 @@ std::string run_pass(const mlsched::Config& config) {
   assoc_mgr_unlock(&assoc_write);
   unlock_slurmctld(job_write);
   return saved;
+}
+
+// Between full passes: a job started or ended, so bring the borrowing marks of
+// running jobs up to date with the last pass's standing. Nothing is charged or
+// re-priced here; the full pass does that every PriorityCalcPeriod.
+void run_mark_pass(const mlsched::Config& config) {
+  slurmctld_lock_t job_write = {NO_LOCK, WRITE_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
+  mlsched::GpuWeights weights;
+  weights.by_type = config.gpu_weights;
+  lock_slurmctld(job_write);
+  try {
+    std::vector<mlsched::ChargedJob> running;
+    std::vector<job_record_t*> running_ptrs;
+    std::vector<job_record_t*> pending_ptrs;
+    if (job_list) {
+      ListIterator it = list_iterator_create(job_list);
+      while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
+        if (IS_JOB_RUNNING(job_ptr)) {
+          running.push_back(running_job(job_ptr, weights));
+          running_ptrs.push_back(job_ptr);
+        } else if (IS_JOB_PENDING(job_ptr) && job_ptr->admin_comment) {
+          pending_ptrs.push_back(job_ptr);
+        }
+      }
+      list_iterator_destroy(it);
+    }
+    std::lock_guard<std::mutex> guard(g_mutex);
+    const mlsched::Quotas quotas(config, g_standing, g_cluster_gpus);
+    g_in_use = mlsched::gpus_in_use(running);
+    if (mark_borrowing(running_ptrs, mlsched::running_borrowing(quotas, running), pending_ptrs))
+      last_job_update = time(nullptr);
+    note_job_table_seen();
+  } catch (...) {
+    unlock_slurmctld(job_write);
+    throw;
+  }
+  unlock_slurmctld(job_write);
 }
 
 // Atomic replace: a crash leaves either the old file or the new one, never half.
@@ -337,8 +430,19 @@ void pass_loop() {
     // PriorityCalcPeriod or new weights apply at once rather than after the old period.
     const auto due = std::chrono::steady_clock::now() + std::chrono::seconds(period);
     while (!g_stopping && !g_poke && g_config.generation() == generation &&
-           std::chrono::steady_clock::now() < due)
+           std::chrono::steady_clock::now() < due) {
       g_wake.wait_for(lock, std::chrono::seconds(1));
+      if (g_stopping || !job_table_changed()) continue;
+      lock.unlock();
+      try {
+        if (auto config = g_config.get()) run_mark_pass(*config);
+      } catch (const std::exception& e) {
+        error("%s: borrowing marks: %s", kLog, e.what());
+      } catch (...) {
+        error("%s: borrowing marks failed", kLog);
+      }
+      lock.lock();
+    }
     g_poke = false;
   }
 }
@@ -346,12 +450,10 @@ void pass_loop() {
 }  // namespace
 
 MLSCHED_EXPORT int init(void) {
-  try {
+  return mlsched::plugin::guarded(kLog, "init", SLURM_ERROR, [] {
     // sprio and sshare load this plugin too: only the controller keeps state.
     if (!mlsched::plugin::ctld::in_slurmctld()) return SLURM_SUCCESS;
-    const std::string path = mlsched::plugin::ConfigStore::default_path(slurm_conf.slurm_conf);
-    if (!g_config.load(path, kLog)) return SLURM_ERROR;
-    g_config.start_watching();
+    if (!g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
     load_state(half_life(*g_config.get()));
     {
       std::lock_guard<std::mutex> lock(g_wake_mutex);
@@ -359,12 +461,7 @@ MLSCHED_EXPORT int init(void) {
     }
     g_thread = std::thread(pass_loop);
     return SLURM_SUCCESS;
-  } catch (const std::exception& e) {
-    error("%s: init failed: %s", kLog, e.what());
-  } catch (...) {
-    error("%s: init failed", kLog);
-  }
-  return SLURM_ERROR;
+  });
 }
 
 MLSCHED_EXPORT int fini(void) {
@@ -397,7 +494,7 @@ MLSCHED_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr
     if (!config) return 1;
     assoc_mgr_lock_t qos_read = {READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
     assoc_mgr_lock(&qos_read);
-    const mlsched::PendingJob job = pending_job(job_ptr, *config);
+    const mlsched::PricedJob job = pending_job(job_ptr, *config);
     assoc_mgr_unlock(&qos_read);
     std::lock_guard<std::mutex> guard(g_mutex);
     uint32_t cluster_gpus = 0;

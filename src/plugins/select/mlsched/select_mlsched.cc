@@ -334,7 +334,7 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     // The exact best-fit nodes first; cons_tres may still refuse them for CPUs or
     // memory, so then the whole unit.
     for (const auto* nodes : {&cand.nodes, &cand.unit_nodes}) {
-      if (++tries > 16) break;
+      if (++tries > 8) break;
       if (nodes == &cand.unit_nodes && cand.unit_nodes == cand.nodes) continue;
       auto [rc, trial] = attempt(*nodes, mode, preemptee_job_list);
       if (rc != SLURM_SUCCESS) continue;
@@ -343,6 +343,12 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
       set_reason(job_ptr, "");
       return accept(trial);
     }
+  }
+  // Nothing has room now by the GPU view, which is exact (the nodes' GPU bitmaps):
+  // without preemption cons_tres cannot do better, so don't ask it.
+  if (plan.candidates.empty() && !preemptee_candidates) {
+    set_reason(job_ptr, plan.reason.empty() ? "no placement in the allowed topology scope" : plan.reason);
+    return SLURM_ERROR;
   }
   if (request.mode == mlsched::LocalityMode::prefer || request.locality == mlsched::Locality::any) {
     // Not strict: anywhere on one GPU type is better than waiting (the candidates
