@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/atomic_file.h"
 #include "core/text.h"
 
 namespace mlsched {
@@ -48,30 +49,8 @@ std::optional<std::string> read_file(const std::string& path) {
   return buf.str();
 }
 
-// Temp file, fsync, rename: the old content or the new one, never a mix.
 std::string write_atomically(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp." + std::to_string(getpid());
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot write " + tmp + ": " + errno_text();
-  size_t done = 0;
-  bool ok = true;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  ok = ok && fsync(fd) == 0;
-  ok = (close(fd) == 0) && ok;
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = errno_text();
-    unlink(tmp.c_str());
-    return "cannot write " + path + ": " + why;
-  }
-  return "";
+  return write_file_atomically(path, text, 0644);
 }
 
 std::optional<uint32_t> read_fence(const std::string& dir) {

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/atomic_file.h"
 #include "core/cluster.h"
 #include "core/directives.h"
 #include "core/fairshare.h"
@@ -357,29 +358,9 @@ void run_mark_pass(const mlsched::Config& config) {
 // Atomic replace: a crash leaves either the old file or the new one, never half.
 void save_state(const std::string& text) {
   const std::string path = state_path();
-  const std::string tmp = path + ".new";
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    error("%s: cannot write %s: %m", kLog, tmp.c_str());
-    return;
-  }
-  size_t done = 0;
-  bool ok = true;
-  while (done < text.size()) {
-    const ssize_t n = write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      ok = false;
-      break;
-    }
-    done += static_cast<size_t>(n);
-  }
-  ok = ok && fsync(fd) == 0;
-  ok = (close(fd) == 0) && ok;
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
-    error("%s: cannot save usage to %s: %m", kLog, path.c_str());
-    unlink(tmp.c_str());
-  }
+  // Usage is the site's accounting of teams: readable by slurmctld's user only.
+  const std::string problem = mlsched::write_file_atomically(path, text, 0600);
+  if (!problem.empty()) error("%s: cannot save usage: %s", kLog, problem.c_str());
 }
 
 // A missing or unreadable state is not fatal: usage restarts from zero, and running
