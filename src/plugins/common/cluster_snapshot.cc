@@ -1,6 +1,7 @@
 // Copies what the core needs out of node_record_t / switch_record_t.
 #include "plugins/common/cluster_snapshot.h"
 
+#include <ctime>
 #include <stdexcept>
 
 #include "core/text.h"
@@ -81,13 +82,24 @@ std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_
 std::shared_ptr<const ClusterModel> ClusterSnapshot::get(const Config& config, unsigned config_generation,
                                                     const char* log_prefix) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // last_node_update moves with every allocation, while the model (GPU types and
+  // counts, cliques, domains, switches) changes only with the configuration or a
+  // node's (re)registration. Rebuilding on every allocation made each scheduling
+  // pass rebuild it; so a changed node table is picked up at most every
+  // kRefresh, and a changed node count, switch table or mlsched.conf at once.
+  constexpr time_t kRefresh = 30;
   const long long node_update = static_cast<long long>(ctld::last_node_update());
-  if (!cluster_ || node_update_ != node_update || config_generation_ != config_generation ||
-      switch_count_ != ctld::switch_count()) {
+  const time_t now = time(nullptr);
+  const bool structure_changed = !cluster_ || config_generation_ != config_generation ||
+                                 switch_count_ != ctld::switch_count() || node_count_ != ctld::node_count();
+  const bool nodes_changed = node_update_ != node_update && now - built_at_ >= kRefresh;
+  if (structure_changed || nodes_changed) {
     cluster_ = build(config, log_prefix);
     node_update_ = node_update;
     config_generation_ = config_generation;
     switch_count_ = ctld::switch_count();
+    node_count_ = ctld::node_count();
+    built_at_ = now;
   }
   return cluster_;
 }

@@ -29,6 +29,8 @@ class ClusterSnapshot {
   long long node_update_ = -1;
   unsigned config_generation_ = 0;
   int switch_count_ = -1;
+  int node_count_ = -1;
+  long long built_at_ = 0;
 };
 
 }  // namespace mlsched::plugin
