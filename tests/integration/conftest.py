@@ -90,6 +90,79 @@ class Cluster:
         self.run(["scancel", str(job_id)])
 
 
+def wait_for(condition, what, timeout=90, interval=0.2):
+    """Polls `condition` until it returns something true and returns that."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class MlschedConf:
+    """The cluster's mlsched.conf, changed for one test and put back after it.
+
+    The plugins re-read the file by themselves (a watcher thread); each one logs
+    "<plugin>: loaded <path>" to slurmctld's log when a new version took effect,
+    or names every problem and keeps the previous one."""
+
+    def __init__(self, cluster):
+        self.cluster = cluster
+        self.path = cluster.dir / "etc" / "mlsched.conf"
+        self.original = self.path.read_text()
+        self.log = cluster.dir / "log" / "slurmctld.log"
+        self.changed = False
+        self.jobs = []  # the test's jobs: cancelled, and waited for, before the file comes back
+
+    def log_offset(self):
+        return self.log.stat().st_size
+
+    def log_since(self, start):
+        return self.log.read_bytes()[start:].decode(errors="replace")
+
+    def wait_log(self, pattern, start, what, timeout=60):
+        return wait_for(lambda: re.search(pattern, self.log_since(start)) and self.log_since(start), what, timeout)
+
+    def write(self, text, plugin=None, reconfigure=False):
+        """Replaces the file by the original followed by `text`; with `plugin`
+        ("priority/mlsched"), waits until that plugin has loaded it. Returns the
+        log offset from before the change."""
+        start = self.log_offset()
+        self.path.write_text(self.original + "\n" + text + "\n")
+        self.changed = True
+        if reconfigure:
+            assert self.cluster.run(["scontrol", "reconfigure"]).rc == 0
+        if plugin:
+            self.wait_log(rf"{re.escape(plugin)}: loaded \S*mlsched\.conf", start,
+                          f"{plugin} to load the new mlsched.conf")
+        return start
+
+    def append(self, *lines, plugin=None, tag="test"):
+        return self.write(f"# {tag}\n" + "\n".join(lines), plugin=plugin)
+
+    def restore(self):
+        for job in self.jobs:
+            self.cluster.cancel(job)
+        if self.jobs:
+            wait_for(lambda: not self.cluster.run(["squeue", "-h", "-t", "PD,R,CG", "-j", ",".join(self.jobs)]).out.strip(),
+                     "the test's jobs to leave the cluster", timeout=90)
+        if self.changed:
+            start = self.log_offset()
+            self.path.write_text(self.original)
+            self.changed = False
+            # The next test must see the original settings, not the test's.
+            self.wait_log(r"mlsched: loaded \S*mlsched\.conf", start, "the original mlsched.conf to be loaded again")
+
+
+@pytest.fixture
+def mlsched_conf(cluster):
+    conf = MlschedConf(cluster)
+    yield conf
+    conf.restore()
+
+
 @pytest.fixture(scope="session")
 def cluster():
     c = Cluster()

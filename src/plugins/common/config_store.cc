@@ -84,35 +84,20 @@ bool ConfigStore::reload_if_changed() {
   return true;
 }
 
-void ConfigStore::watch_loop() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  while (!stopping_) {
-    wake_.wait_for(lock, kWatchInterval, [this] { return stopping_; });
-    if (stopping_) break;
-    lock.unlock();
+void ConfigStore::watch_loop(PeriodicWorker& worker) {
+  for (;;) {
+    worker.sleep_for(kWatchInterval);
+    if (worker.stopping()) return;
     try {
       reload_if_changed();
     } catch (const std::exception& e) {
       error("%s: reloading the configuration failed: %s", log_prefix_.c_str(), e.what());
     }
-    lock.lock();
   }
 }
 
-void ConfigStore::start_watching() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (watcher_.joinable()) return;
-  stopping_ = false;
-  watcher_ = std::thread([this] { watch_loop(); });
-}
+void ConfigStore::start_watching() { watcher_.start([this](PeriodicWorker& worker) { watch_loop(worker); }); }
 
-void ConfigStore::stop_watching() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (watcher_.joinable()) watcher_.join();
-}
+void ConfigStore::stop_watching() { watcher_.stop(); }
 
 }  // namespace mlsched::plugin

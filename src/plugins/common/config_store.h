@@ -4,13 +4,12 @@
 // keeps the previous configuration and logs why.
 #pragma once
 
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
 #include "core/config.h"
+#include "plugins/common/periodic_worker.h"
 
 namespace mlsched::plugin {
 
@@ -36,7 +35,7 @@ class ConfigStore {
 
  private:
   bool reload_if_changed();
-  void watch_loop();
+  void watch_loop(PeriodicWorker& worker);
 
   std::string path_;
   std::string log_prefix_;
@@ -49,9 +48,7 @@ class ConfigStore {
       return mtime_ns == o.mtime_ns && ctime_ns == o.ctime_ns && size == o.size && inode == o.inode;
     }
   } stamp_;
-  std::thread watcher_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
+  PeriodicWorker watcher_;
 };
 
 }  // namespace mlsched::plugin

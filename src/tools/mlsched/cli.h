@@ -3,6 +3,7 @@
 #pragma once
 
 #include <json-c/json.h>
+#include <slurm/slurm.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -43,6 +44,20 @@ class Args {
  private:
   std::vector<std::string> argv_;
   std::vector<bool> used_;
+};
+
+// libslurm's strings may be NULL.
+inline std::string str(const char* s) { return s ? s : ""; }
+
+// A job list from slurm_load_jobs(), freed on every path.
+struct JobsMsg {
+  job_info_msg_t* msg = nullptr;
+  JobsMsg() = default;
+  JobsMsg(const JobsMsg&) = delete;
+  JobsMsg& operator=(const JobsMsg&) = delete;
+  ~JobsMsg() {
+    if (msg) slurm_free_job_info_msg(msg);
+  }
 };
 
 // Prints and frees.

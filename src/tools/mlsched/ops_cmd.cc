@@ -56,15 +56,6 @@ const char* const kTopHelp =
     "Refreshes every --interval seconds (default 5) until interrupted, unless\n"
     "--once or --json.\n";
 
-std::string str(const char* s) { return s ? s : ""; }
-
-struct JobsMsg {
-  job_info_msg_t* msg = nullptr;
-  ~JobsMsg() {
-    if (msg) slurm_free_job_info_msg(msg);
-  }
-};
-
 // Everything one summary needs; the snapshot points into `cluster`.
 struct OpsData {
   Cluster cluster;

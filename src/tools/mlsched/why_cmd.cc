@@ -42,20 +42,11 @@ const char* const kWhyHelp =
     "\n"
     "Reasons:\n";
 
-std::string str(const char* s) { return s ? s : ""; }
-
 std::string user_name(uint32_t uid, const char* given) {
   if (given && *given) return given;
   if (struct passwd* pw = getpwuid(uid)) return pw->pw_name;
   return std::to_string(uid);
 }
-
-struct JobsMsg {
-  job_info_msg_t* msg = nullptr;
-  ~JobsMsg() {
-    if (msg) slurm_free_job_info_msg(msg);
-  }
-};
 
 }  // namespace
 

@@ -18,7 +18,6 @@
 // the decisions read that snapshot plus the two jobs' own fresh records. No file
 // or network I/O happens under slurmctld's locks.
 #include <chrono>
-#include <condition_variable>
 #include <ctime>
 #include <exception>
 #include <map>
@@ -26,7 +25,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "core/directives.h"
@@ -39,6 +37,7 @@
 #include "plugins/common/config_store.h"
 #include "plugins/common/guard.h"
 #include "plugins/common/ctld.h"
+#include "plugins/common/periodic_worker.h"
 #include "plugins/common/slurm_headers.h"
 
 extern "C" {
@@ -87,10 +86,7 @@ std::shared_ptr<const Snapshot> g_latest;
 std::mutex g_reclaim_mutex;
 std::map<uint32_t, std::vector<uint32_t>> g_reclaiming;  // preemptor -> victims
 
-std::thread g_thread;
-std::mutex g_wake_mutex;
-std::condition_variable g_wake;
-bool g_stopping = false;
+mlsched::plugin::PeriodicWorker g_worker;
 
 // One preemptor's scan over the running jobs.
 struct Scan {
@@ -211,12 +207,10 @@ std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, uns
   return snap;
 }
 
-void refresh_loop() {
-  std::unique_lock<std::mutex> lock(g_wake_mutex);
+void refresh_loop(mlsched::plugin::PeriodicWorker& worker) {
   time_t seen_job_update = -1, seen_node_update = -1;
   unsigned seen_generation = 0;
-  while (!g_stopping) {
-    lock.unlock();
+  while (!worker.stopping()) {
     try {
       const unsigned generation = g_config.generation();
       if (auto cfg = g_config.get()) {
@@ -254,8 +248,7 @@ void refresh_loop() {
     } catch (...) {
       error("%s: snapshot of running jobs failed", kLog);
     }
-    lock.lock();
-    g_wake.wait_for(lock, std::chrono::seconds(1), [] { return g_stopping; });
+    worker.sleep_for(std::chrono::seconds(1));
   }
 }
 
@@ -356,11 +349,7 @@ uint32_t grace_of(const job_record_t* job_ptr, const mlsched::Config& config) {
 MLSCHED_EXPORT int init(void) {
   return mlsched::plugin::guarded(kLog, "init", SLURM_ERROR, [] {
     if (!g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
-    {
-      std::lock_guard<std::mutex> lock(g_wake_mutex);
-      g_stopping = false;
-    }
-    g_thread = std::thread(refresh_loop);
+    g_worker.start(refresh_loop);
     verbose("%s loaded", plugin_type);
     return SLURM_SUCCESS;
   });
@@ -368,12 +357,7 @@ MLSCHED_EXPORT int init(void) {
 
 MLSCHED_EXPORT int fini(void) {
   try {
-    {
-      std::lock_guard<std::mutex> lock(g_wake_mutex);
-      g_stopping = true;
-    }
-    g_wake.notify_all();
-    if (g_thread.joinable()) g_thread.join();
+    g_worker.stop();
     g_config.stop_watching();
   } catch (...) {
   }

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <ctime>
 #include <exception>
@@ -20,7 +19,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -35,6 +33,7 @@
 #include "plugins/common/config_store.h"
 #include "plugins/common/guard.h"
 #include "plugins/common/ctld.h"
+#include "plugins/common/periodic_worker.h"
 #include "plugins/common/slurm_headers.h"
 
 extern "C" {
@@ -90,11 +89,7 @@ void note_job_table_seen() {
 }
 
 // The pass thread.
-std::thread g_thread;
-std::mutex g_wake_mutex;
-std::condition_variable g_wake;
-bool g_stopping = false;
-bool g_poke = false;
+mlsched::plugin::PeriodicWorker g_worker;
 
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
@@ -389,10 +384,8 @@ void load_state(uint32_t half_life_seconds) {
        g_ledger.tracked_jobs(), path.c_str());
 }
 
-void pass_loop() {
-  std::unique_lock<std::mutex> lock(g_wake_mutex);
-  while (!g_stopping) {
-    lock.unlock();
+void pass_loop(mlsched::plugin::PeriodicWorker& worker) {
+  while (!worker.stopping()) {
     uint32_t period = 300;
     unsigned generation = 0;
     try {
@@ -406,15 +399,13 @@ void pass_loop() {
     } catch (...) {
       error("%s: priority pass failed", kLog);
     }
-    lock.lock();
-    // Wake early for scontrol reconfigure or a changed mlsched.conf, so a shorter
-    // PriorityCalcPeriod or new weights apply at once rather than after the old period.
+    // Wake early for scontrol reconfigure (a poke) or a changed mlsched.conf, so a
+    // shorter PriorityCalcPeriod or new weights apply at once rather than after the
+    // old period. Between passes, borrowing marks follow the job table each second.
     const auto due = std::chrono::steady_clock::now() + std::chrono::seconds(period);
-    while (!g_stopping && !g_poke && g_config.generation() == generation &&
-           std::chrono::steady_clock::now() < due) {
-      g_wake.wait_for(lock, std::chrono::seconds(1));
-      if (g_stopping || !job_table_changed()) continue;
-      lock.unlock();
+    while (g_config.generation() == generation && std::chrono::steady_clock::now() < due) {
+      if (worker.sleep_for(std::chrono::seconds(1))) break;
+      if (!job_table_changed()) continue;
       try {
         if (auto config = g_config.get()) run_mark_pass(*config);
       } catch (const std::exception& e) {
@@ -422,9 +413,7 @@ void pass_loop() {
       } catch (...) {
         error("%s: borrowing marks failed", kLog);
       }
-      lock.lock();
     }
-    g_poke = false;
   }
 }
 
@@ -436,23 +425,14 @@ MLSCHED_EXPORT int init(void) {
     if (!mlsched::plugin::ctld::in_slurmctld()) return SLURM_SUCCESS;
     if (!g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
     load_state(half_life(*g_config.get()));
-    {
-      std::lock_guard<std::mutex> lock(g_wake_mutex);
-      g_stopping = false;
-    }
-    g_thread = std::thread(pass_loop);
+    g_worker.start(pass_loop);
     return SLURM_SUCCESS;
   });
 }
 
 MLSCHED_EXPORT int fini(void) {
   try {
-    {
-      std::lock_guard<std::mutex> lock(g_wake_mutex);
-      g_stopping = true;
-    }
-    g_wake.notify_all();
-    if (g_thread.joinable()) g_thread.join();
+    g_worker.stop();
     g_config.stop_watching();
     if (mlsched::plugin::ctld::in_slurmctld()) {
       std::string text;
@@ -494,11 +474,7 @@ MLSCHED_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr
 
 MLSCHED_EXPORT void priority_p_reconfig(bool assoc_clear) {
   try {
-    {
-      std::lock_guard<std::mutex> lock(g_wake_mutex);
-      g_poke = true;
-    }
-    g_wake.notify_all();
+    g_worker.poke();
   } catch (...) {
   }
 }
