@@ -3,11 +3,15 @@
 // cannot check the fence, lose the CPU to a newer run, and then write anyway.
 #include "core/checkpoint.h"
 
+#include <algorithm>
 #include <cerrno>
+#include <climits>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -175,6 +179,66 @@ std::string mark_checkpoint_complete(const std::string& dir, uint32_t restart, c
   r.time = now;
   r.path = path;
   return write_atomically(latest_file(dir), r.to_string());
+}
+
+const char* const kCheckpointReportKey = "mlsched-checkpoint";
+
+namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+// [begin, end) of each whitespace-separated word that is a report.
+std::vector<std::pair<size_t, size_t>> report_words(std::string_view text) {
+  const std::string head = std::string(kCheckpointReportKey) + "=";
+  std::vector<std::pair<size_t, size_t>> words;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && is_space(text[i])) ++i;
+    const size_t begin = i;
+    while (i < text.size() && !is_space(text[i])) ++i;
+    if (i > begin && text.substr(begin, head.size()) == head) words.emplace_back(begin, i);
+  }
+  return words;
+}
+
+}  // namespace
+
+std::string without_checkpoint_report(std::string_view comment) {
+  std::string out;
+  size_t from = 0;
+  for (auto [begin, end] : report_words(comment)) {
+    // Take one separating space with the word: the one before it, else the one after.
+    size_t cut_begin = begin, cut_end = end;
+    if (cut_begin > from && is_space(comment[cut_begin - 1])) --cut_begin;
+    else if (cut_end < comment.size() && is_space(comment[cut_end])) ++cut_end;
+    out.append(comment.substr(from, cut_begin - from));
+    from = cut_end;
+  }
+  out.append(comment.substr(std::min(from, comment.size())));
+  return out;
+}
+
+std::string with_checkpoint_report(std::string_view comment, int64_t time) {
+  std::string out = without_checkpoint_report(comment);
+  // Always one space before the word, so that without_checkpoint_report() gives the
+  // user's text back exactly.
+  if (!out.empty()) out += ' ';
+  return out + kCheckpointReportKey + "=" + std::to_string(time);
+}
+
+std::optional<int64_t> checkpoint_report(std::string_view comment) {
+  const auto words = report_words(comment);
+  if (words.empty()) return std::nullopt;
+  const auto [begin, end] = words.back();
+  const size_t value_at = begin + std::string(kCheckpointReportKey).size() + 1;
+  auto v = parse_uint(comment.substr(value_at, end - value_at));
+  if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  return static_cast<int64_t>(*v);
+}
+
+std::optional<int64_t> trusted_checkpoint_time(std::optional<int64_t> reported, int64_t start_time, int64_t now) {
+  if (!reported || start_time <= 0 || *reported < start_time) return std::nullopt;
+  return std::min(*reported, std::max(now, start_time));
 }
 
 }  // namespace mlsched

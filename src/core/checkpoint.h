@@ -44,4 +44,30 @@ RunStart begin_run(const std::string& dir, uint32_t restart);
 // the old record or the new one, never half of one. Returns "" or the reason.
 std::string mark_checkpoint_complete(const std::string& dir, uint32_t restart, const std::string& path, int64_t now);
 
+// ==== checkpoint reports to slurmctld ===========================================
+// Inside a job, `mlsched ckpt done` also writes when the checkpoint completed into
+// the job's Comment (a field the job's owner may update), as one word
+//   mlsched-checkpoint=<epoch seconds>
+// that replaces an earlier one and keeps the rest of the user's text. preempt/mlsched
+// reads it to estimate the work a victim would lose (lost_work in preempt.h). The
+// file record above stays what resume uses; the report only informs the estimate.
+extern const char* const kCheckpointReportKey;  // "mlsched-checkpoint"
+// The comment with `time` reported: every earlier report word removed (with one
+// space next to it), the new one appended after a space.
+std::string with_checkpoint_report(std::string_view comment, int64_t time);
+// The comment with every report word removed, the rest as the user wrote it:
+// job_submit/mlsched lets an update through that changes nothing else.
+std::string without_checkpoint_report(std::string_view comment);
+// The reported time (the last report word); nullopt when none or not a number.
+std::optional<int64_t> checkpoint_report(std::string_view comment);
+// How far a report is believed. Anyone who owns the job can write any number
+// there, so a report counts only inside [start_time, now]: a time before the
+// current run's start comes from an earlier allocation (or is false) and is
+// ignored; a time in the future is taken as now. Clamped this way (and with
+// lost_work's bound by the declared interval) a report can only make lost work
+// smaller than without it: a false one makes the reporter's own job the cheaper
+// victim, it never protects the job from preemption.
+std::optional<int64_t> trusted_checkpoint_time(std::optional<int64_t> reported, int64_t start_time, int64_t now);
+// ==== end checkpoint reports ====================================================
+
 }  // namespace mlsched

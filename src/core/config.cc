@@ -39,7 +39,9 @@ namespace {
 const std::vector<std::string> kPriorityKeys = {
     "GpuWeight",         "TeamQuota",                 "PriorityDecayHalfLife",   "PriorityCalcPeriod",
     "PriorityMaxAge",    "PriorityWeightFairshare",   "PriorityWeightQuota",     "PriorityWeightAge",
-    "PriorityWeightJobSize", "PriorityWeightQOS",     "PriorityWeightPartition", "PriorityWeightJobType"};
+    "PriorityWeightJobSize", "PriorityWeightQOS",     "PriorityWeightPartition", "PriorityWeightJobType",
+    "AttainedService",   "AttainedServiceThresholds", "AttainedServicePromoteAfter",
+    "PriorityWeightAttainedService"};
 
 bool is_priority_key(const std::string& canonical) {
   for (const auto& k : kPriorityKeys)
@@ -54,7 +56,8 @@ std::vector<std::string> with_priority_keys(std::vector<std::string> keys) {
 // ==== end priority/mlsched keys =================================================
 
 // ==== preempt/mlsched keys (top level) ==========================================
-const std::vector<std::string> kPreemptKeys = {"PreemptMinRunTime", "PreemptMaxPerJob"};
+const std::vector<std::string> kPreemptKeys = {"PreemptMinRunTime", "PreemptMaxPerJob", "PreemptForLargeGangGpus",
+                                               "PreemptForLargeGangWait"};
 
 bool is_preempt_key(const std::string& canonical) {
   for (const auto& k : kPreemptKeys)
@@ -184,6 +187,10 @@ class Parser {
           if (auto v = seconds(w, 100000000)) config_.preempt_min_run_time = *v;
         } else if (*key == "PreemptMaxPerJob") {
           if (auto v = count(w, 100000)) config_.preempt_max_per_job = *v;
+        } else if (*key == "PreemptForLargeGangGpus") {
+          if (auto v = count(w, 1000000)) config_.preempt_for_large_gang_gpus = *v;
+        } else if (*key == "PreemptForLargeGangWait") {
+          if (auto v = seconds(w, 100000000)) config_.preempt_for_large_gang_wait = *v;
         }
       }  // ==== end preempt/mlsched
     }
@@ -198,6 +205,13 @@ class Parser {
     if (w.key == "GpuWeight") return gpu_weight(w);
     if (w.key == "TeamQuota") return team_quota(w);
     if (w.key == "PriorityWeightJobType") return job_type_weights(w);
+    if (w.key == "AttainedService") return attained_service_scope(w);
+    if (w.key == "AttainedServiceThresholds") return attained_service_thresholds(w);
+    if (w.key == "AttainedServicePromoteAfter") {
+      // 0 = never promoted.
+      if (auto v = long_duration(w, 0)) config_.attained_service_promote_after = *v;
+      return;
+    }
     if (w.key == "PriorityDecayHalfLife") {
       // 0 = usage never decays, as in slurm.conf.
       if (auto v = long_duration(w, 0)) config_.priority_decay_half_life = *v;
@@ -212,6 +226,7 @@ class Parser {
       else if (w.key == "PriorityWeightJobSize") config_.priority_weight_job_size = *v;
       else if (w.key == "PriorityWeightQOS") config_.priority_weight_qos = *v;
       else if (w.key == "PriorityWeightPartition") config_.priority_weight_partition = *v;
+      else if (w.key == "PriorityWeightAttainedService") config_.priority_weight_attained_service = *v;
     }
   }
 
@@ -283,6 +298,48 @@ class Parser {
       }
     }
     config_.team_quotas[team] = quota;
+  }
+
+  // AttainedService=off | all | team:<account>,partition:<name>,...
+  void attained_service_scope(const Word& w) {
+    Config::AttainedServiceScope scope;
+    const std::string all = lowercase(trim(w.value));
+    if (all == "off" || all == "all") {
+      scope.all = all == "all";
+      config_.attained_service = scope;
+      return;
+    }
+    for (const auto& item : split(w.value, ',')) {
+      const size_t colon = item.find(':');
+      const std::string kind = colon == std::string::npos ? "" : lowercase(trim(item.substr(0, colon)));
+      const std::string name = colon == std::string::npos ? "" : trim(item.substr(colon + 1));
+      if (name.empty() || (kind != "team" && kind != "partition")) {
+        error("AttainedService: '" + item + "' is not team:<account> or partition:<name> (or write off or all)");
+        return;
+      }
+      (kind == "team" ? scope.teams : scope.partitions).push_back(name);
+    }
+    config_.attained_service = scope;
+  }
+
+  // AttainedServiceThresholds=1h,10h: GPU-time, as GPU-seconds (3600) or with a
+  // unit (1h = one GPU-hour); ascending.
+  void attained_service_thresholds(const Word& w) {
+    std::vector<uint64_t> thresholds;
+    for (const auto& item : split(w.value, ',')) {
+      const auto v = long_duration(Word{w.key, item}, 1);
+      if (!v) return;
+      if (!thresholds.empty() && *v <= thresholds.back()) {
+        error("AttainedServiceThresholds=" + w.value + ": thresholds must be ascending");
+        return;
+      }
+      thresholds.push_back(*v);
+    }
+    if (thresholds.empty() || thresholds.size() > 8) {
+      error("AttainedServiceThresholds=" + w.value + " needs 1 to 8 GPU-time thresholds (e.g. 1h,10h)");
+      return;
+    }
+    config_.attained_service_thresholds = thresholds;
   }
 
   // PriorityWeightJobType=interactive:3000,inference:2000

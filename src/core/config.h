@@ -55,9 +55,16 @@ struct Config {
   // A running job is safe from preemption for this many seconds after it (re)starts,
   // so it can make progress (and checkpoint) before it is interrupted again.
   uint32_t preempt_min_run_time = 300;
-  // A job preempted this many times is not preempted again (the job's own
-  // max-restarts caps it further), so no job thrashes between queue and GPUs.
+  // A job preempt/mlsched preempted this many times (its `preempted=` mark; other
+  // requeues do not count) is not preempted again, so no job thrashes between queue
+  // and GPUs. The job's own max-restarts caps its requeues of every kind.
   uint32_t preempt_max_per_job = 5;
+  // A gang of at least this many GPUs that has been eligible to start for
+  // PreemptForLargeGangWait seconds may reclaim other teams' borrowed GPUs even
+  // when its own team is beyond its quota (which otherwise forbids preempting), so
+  // a stream of small borrowing jobs cannot starve it. 0 turns the rule off.
+  uint32_t preempt_for_large_gang_gpus = 16;
+  uint32_t preempt_for_large_gang_wait = 7200;
   // ==== end preempt/mlsched =======================================================
 
   // ==== priority/mlsched: fair share, quotas and priority weights ==============
@@ -83,6 +90,28 @@ struct Config {
   // By JobType order: training, inference, sweep, interactive. People waiting at a
   // terminal first, then serving, then training; sweeps fill the gaps.
   std::array<uint32_t, kJobTypeCount> priority_weight_job_type = {1000, 2000, 0, 3000};
+
+  // Attained service (Tiresias' discretized least-attained-service): where it
+  // applies, a pending job that has already consumed GPU-time in earlier runs (a
+  // requeued job) ranks below its team's fresh jobs, by coarse level, so short jobs
+  // finish first on heavy-tailed workloads without any runtime estimate.
+  struct AttainedServiceScope {
+    bool all = false;
+    std::vector<std::string> teams;       // Slurm accounts
+    std::vector<std::string> partitions;
+    bool enabled() const { return all || !teams.empty() || !partitions.empty(); }
+  };
+  AttainedServiceScope attained_service;  // default: off
+  // Level boundaries in GPU-seconds, ascending: below the first is level 0 (no
+  // penalty), at or above the last is the last level (the full weight off).
+  std::vector<uint64_t> attained_service_thresholds = {3600, 36000};
+  // Priority taken off a job in the last level; each level in between takes its
+  // share (weight x level / levels-1). Larger than PriorityWeightAge, so a level
+  // outranks age within a team, as Tiresias' queues are strict.
+  uint32_t priority_weight_attained_service = 5000;
+  // A job that has waited this long since it was (re)queued is promoted to level 0,
+  // so a long job is never kept back for good. 0 = never promoted.
+  uint32_t attained_service_promote_after = 3600;
   // ==== end priority/mlsched ===================================================
 
   const JobTypeDefaults& defaults_for(JobType t) const {

@@ -89,19 +89,23 @@ void UsageLedger::account(int64_t now, const std::vector<ChargedJob>& running) {
   for (const auto& job : running) charge(job.job_id, job, now);
 }
 
-void UsageLedger::job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure) {
+double UsageLedger::job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure) {
   decay_to(std::max(end_time, decayed_through_));
+  double run_gpu_seconds = 0;
   if (lost_to_node_failure) {
     auto it = jobs_.find(job.job_id);
     if (it != jobs_.end()) {
       TeamUsage& t = teams_[it->second.team];
       t.decayed = std::max(0.0, t.decayed - it->second.decayed);
       t.charged_gpu_seconds = std::max(0.0, t.charged_gpu_seconds - it->second.gpu_seconds);
+      run_gpu_seconds = it->second.gpu_seconds;
     }
   } else {
     charge(job.job_id, job, end_time);
+    run_gpu_seconds = jobs_[job.job_id].gpu_seconds;
   }
   jobs_.erase(job.job_id);
+  return run_gpu_seconds;
 }
 
 std::vector<uint32_t> UsageLedger::tracked_job_ids() const {

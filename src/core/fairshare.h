@@ -60,8 +60,10 @@ class UsageLedger {
   // `running` are left alone: job_end() settles them.
   void account(int64_t now, const std::vector<ChargedJob>& running);
   // A job ended at `end_time`: charges its last piece, or, when its work was lost to
-  // a node failure, takes back what it was charged (decayed as the rest).
-  void job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure);
+  // a node failure, takes back what it was charged (decayed as the rest). Returns
+  // the raw GPU-seconds of the run that ended (refunded or not: the job consumed
+  // them), which is what attained service adds up across a job's runs.
+  double job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure);
 
   // Stops tracking a job without charging more (it left Slurm's tables unseen).
   void forget(uint32_t job_id) { jobs_.erase(job_id); }

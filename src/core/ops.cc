@@ -61,6 +61,34 @@ const std::vector<std::string>& interruption_causes() {
   return causes;
 }
 
+bool run_ended_by_preemption(int64_t last_preempted_at, int64_t run_start, int64_t run_end) {
+  // Whole seconds on both sides: the mark is written when Slurm picks the victim,
+  // during the run, and the requeue follows within its checkpoint grace.
+  return last_preempted_at > 0 && run_start > 0 && last_preempted_at >= run_start &&
+         (run_end <= 0 || last_preempted_at <= run_end);
+}
+
+std::vector<JobPreemptions> merge_job_preemptions(const std::vector<JobPreemptions>& job_table,
+                                                  const std::vector<JobPreemptions>& accounting) {
+  std::map<uint32_t, JobPreemptions> by_id;
+  for (const auto& j : accounting) {
+    auto [it, fresh] = by_id.emplace(j.job_id, j);
+    if (fresh) continue;
+    // Several runs of one job: its marks only grow, so the largest is the latest.
+    JobPreemptions& have = it->second;
+    if (j.preempted > have.preempted || (j.preempted == have.preempted && j.lost_gpu_seconds > have.lost_gpu_seconds)) {
+      have.preempted = j.preempted;
+      have.lost_gpu_seconds = j.lost_gpu_seconds;
+    }
+    have.restarts = std::max(have.restarts, j.restarts);
+    if (have.team.empty()) have.team = j.team;
+  }
+  for (const auto& j : job_table) by_id[j.job_id] = j;  // slurmctld's record is the newest
+  std::vector<JobPreemptions> out;
+  for (auto& [id, j] : by_id) out.push_back(std::move(j));
+  return out;
+}
+
 // Wide enough apart to tell "just submitted" from "waiting a day" at a glance.
 const std::vector<double>& queue_wait_buckets() {
   static const std::vector<double> b = {60, 300, 900, 1800, 3600, 4 * 3600, 12 * 3600, 24 * 3600, 7 * 86400};
@@ -156,6 +184,19 @@ OpsSummary summarize(const OpsSnapshot& snap) {
       InterruptedTally& t = s.interrupted[r.cause];
       ++t.runs;
       t.gpu_seconds += static_cast<double>(r.gpus) * static_cast<double>(std::max<int64_t>(0, r.seconds));
+    }
+  }
+  for (const auto& [team, row] : s.teams) s.preemptions[team];
+  for (const auto& j : snap.preemptions) {
+    PreemptionTally& t = s.preemptions[j.team];
+    PreemptionTally& all = s.preemptions_total;
+    const uint32_t other = j.restarts > j.preempted ? j.restarts - j.preempted : 0;
+    const double lost = std::max(0.0, j.lost_gpu_seconds);
+    for (PreemptionTally* p : {&t, &all}) {
+      p->preemptions += j.preempted;
+      p->jobs_preempted += j.preempted ? 1 : 0;
+      p->lost_gpu_seconds += lost;
+      p->other_requeues += other;
     }
   }
   return s;
@@ -323,11 +364,36 @@ std::string format_metrics(const OpsSummary& s) {
   w.sample({}, s.restarts);
   w.family("mlsched_jobs_restarted", "gauge", "Jobs pending or running now that were requeued at least once.");
   w.sample({}, s.jobs_restarted);
+  // Gauges, not counters: a job leaves the window (MinJobAge, accounting's 24 h),
+  // so the numbers can fall.
+  const std::string window =
+      " Over the jobs slurmctld still holds (pending, running, and ended within MinJobAge)" +
+      std::string(s.accounting_read ? " and jobs with a run in the last 24 h in accounting" : "") +
+      "; each job counts all its preemptions.";
+  w.family("mlsched_preemptions", "gauge",
+           "Preemptions by preempt/mlsched, from the preempted= mark on each victim." + window);
+  w.sample({}, s.preemptions_total.preemptions);
+  w.family("mlsched_preemption_lost_gpu_seconds", "gauge",
+           "GPU-seconds of work lost at those preemptions, as preempt/mlsched estimated it when it chose each "
+           "victim (GPUs times the time since its last checkpoint; the lost-gpu-seconds= mark)." + window);
+  w.sample({}, s.preemptions_total.lost_gpu_seconds);
+  w.family("mlsched_requeues_other_causes", "gauge",
+           "Requeues not by preempt/mlsched (time limit checkpoint, node failure, scontrol requeue): "
+           "each job's restart count less its preemptions." + window);
+  w.sample({}, s.preemptions_total.other_requeues);
+  w.family("mlsched_team_preemptions", "gauge", "mlsched_preemptions by team (the victim's Slurm account).");
+  for (const auto& [team, t] : s.preemptions) w.sample({{"team", team}}, t.preemptions);
+  w.family("mlsched_team_preemption_lost_gpu_seconds", "gauge",
+           "mlsched_preemption_lost_gpu_seconds by team (the victim's Slurm account).");
+  for (const auto& [team, t] : s.preemptions) w.sample({{"team", team}}, t.lost_gpu_seconds);
+  w.family("mlsched_team_requeues_other_causes", "gauge", "mlsched_requeues_other_causes by team (Slurm account).");
+  for (const auto& [team, t] : s.preemptions) w.sample({{"team", team}}, t.other_requeues);
   // Left out, not zero, when accounting could not be read: a scraper then sees the
   // series go missing instead of a false "nothing was lost".
   if (s.accounting_read) {
     w.family("mlsched_interrupted_runs", "gauge",
-             "Runs cut short in the last 24 h (accounting), by cause: preempted, requeued, node_fail.");
+             "Runs cut short in the last 24 h (accounting), by cause: preempted (by preempt/mlsched, or by "
+             "Slurm), requeued (for any other cause), node_fail.");
     for (const auto& [cause, t] : s.interrupted) w.sample({{"cause", cause}}, t.runs);
     w.family("mlsched_interrupted_gpu_seconds", "gauge",
              "GPU-seconds of the runs cut short in the last 24 h, by cause: an upper bound on the work lost, "
@@ -393,6 +459,18 @@ std::string format_top(const OpsSummary& s, bool colour) {
     }
     out += fmt("  interrupted in the last 24 h: %u runs, %.1f GPU-hours at most lost", runs, gpu_seconds / 3600.0) +
            (parts.empty() ? std::string() : " (" + join(parts, ", ") + ")") + "\n";
+  }
+
+  {
+    const PreemptionTally& t = s.preemptions_total;
+    out += fmt("\npreemptions: %u of %u jobs, %.1f GPU-hours lost (estimated at each); %u requeues for other causes\n",
+               t.preemptions, t.jobs_preempted, t.lost_gpu_seconds / 3600.0, t.other_requeues);
+    out += std::string("  (jobs slurmctld holds: pending, running, ended within MinJobAge") +
+           (s.accounting_read ? "; and accounting's last 24 h" : "") + ")\n";
+    for (const auto& [team, p] : s.preemptions)
+      if (p.preemptions || p.other_requeues)
+        out += fmt("  %-12s %4u preempted %8.1f GPU-hours lost %4u other requeues\n", team.c_str(), p.preemptions,
+                   p.lost_gpu_seconds / 3600.0, p.other_requeues);
   }
 
   const Fragmentation& f = s.fragmentation;

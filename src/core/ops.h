@@ -53,6 +53,34 @@ struct InterruptedRun {
   uint32_t gpus = 0;
   int64_t seconds = 0;
 };
+// A run that accounting records as requeued was ended by preempt/mlsched when the
+// preemption its admin comment (as stored when the run ended) records last fell
+// within the run: the victim requeues itself after its checkpoint, so Slurm and
+// sacct call that run REQUEUED like a time-limit or node-failure requeue.
+// `last_preempted_at`: preemption_history().last_at (0: never preempted).
+bool run_ended_by_preemption(int64_t last_preempted_at, int64_t run_start, int64_t run_end);
+
+// A job's preemptions as preempt/mlsched recorded them on it (preemption_history()
+// of its admin comment), with its requeues of every cause.
+struct JobPreemptions {
+  uint32_t job_id = 0;
+  std::string team;             // the job's account
+  uint32_t restarts = 0;        // requeues of any cause (Slurm's restart count)
+  uint32_t preempted = 0;       // its `preempted=` mark
+  double lost_gpu_seconds = 0;  // its `lost-gpu-seconds=` mark: estimated at each preemption, summed
+};
+// One entry per job id: the job table's (newer) where both know the job, else
+// accounting's. Accounting gives one record per run, so callers pass the record
+// with the most preemptions and requeues per job (see merge_job_preemptions).
+std::vector<JobPreemptions> merge_job_preemptions(const std::vector<JobPreemptions>& job_table,
+                                                  const std::vector<JobPreemptions>& accounting);
+
+struct PreemptionTally {
+  uint32_t preemptions = 0;      // by preempt/mlsched, summed over jobs
+  uint32_t jobs_preempted = 0;   // jobs preempted at least once
+  double lost_gpu_seconds = 0;   // estimated work lost at those preemptions
+  uint32_t other_requeues = 0;   // requeues for other causes: restarts beyond the preemptions
+};
 // The causes, in the order they are reported.
 const std::vector<std::string>& interruption_causes();
 // How far back interrupted runs are read from accounting.
@@ -71,6 +99,10 @@ struct OpsSnapshot {
   // slurmdbd could not be asked, so the numbers are unknown rather than zero.
   bool accounting_read = false;
   std::vector<InterruptedRun> interrupted;
+  // Every job slurmctld still holds (pending, running, and finished within
+  // MinJobAge), merged with accounting's jobs of the last kInterruptedWindowSeconds
+  // when `accounting_read`.
+  std::vector<JobPreemptions> preemptions;
   time_t now = 0;
 };
 
@@ -135,6 +167,10 @@ struct OpsSummary {
   uint32_t restarts = 0;         // their restarts, summed
   bool accounting_read = false;
   std::map<std::string, InterruptedTally> interrupted;  // by cause; every cause present when read
+  // Preemptions recorded on the jobs of OpsSnapshot::preemptions: by team (every
+  // team of `teams` present) and in all.
+  std::map<std::string, PreemptionTally> preemptions;
+  PreemptionTally preemptions_total;
   std::vector<NodeGpuMap> gpu_map;  // in the cluster's node order
 };
 

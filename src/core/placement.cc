@@ -23,18 +23,57 @@ struct Fit {
   uint32_t unit_free = 0;   // free GPUs of the type in the unit
   uint32_t room_nodes = 0;  // nodes that could take their share
   bool flaky = false;
+  uint32_t split = 0;       // extra cliques spanned, summed over the chosen nodes
 };
 
-// Best-fit choice of nodes inside one unit, or why it does not fit.
-Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& eligible,
-             const TopologyUnit& unit, const std::string& type, const GangShape& gang, bool allow_flaky) {
+// Cliques that choose_gpus() would spread `count` GPUs over, given `free`.
+uint32_t cliques_spanned(const std::vector<std::vector<int>>& cliques, const std::vector<bool>& free,
+                         uint32_t count) {
+  const std::vector<int> gpus = choose_gpus(cliques, free, count);
+  if (gpus.empty()) return 0;
+  if (cliques.empty()) return 1;
+  uint32_t spanned = 0;
+  for (const auto& clique : cliques)
+    if (std::any_of(clique.begin(), clique.end(),
+                    [&](int g) { return std::binary_search(gpus.begin(), gpus.end(), g); }))
+      ++spanned;
+  return spanned;
+}
+
+// For each node, how many more NVLink cliques a share of `per_node` GPUs would span
+// there now than on the same node idle: 0 when its free GPUs hold the share as
+// tightly as its links allow. Only nodes with several cliques can split a share.
+std::vector<uint32_t> split_cliques(const Cluster& cluster, const ClusterState& state,
+                                    const std::vector<uint32_t>& free_of, uint32_t per_node) {
+  const auto& nodes = cluster.nodes();
+  std::vector<uint32_t> split(nodes.size(), 0);
+  if (per_node < 2) return split;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const GpuNode& n = nodes[i];
+    if (n.nvlink_cliques.size() < 2 || free_of[i] < per_node || per_node >= n.gpus) continue;
+    std::vector<bool> free(n.gpus, false), idle(n.gpus, true);
+    for (size_t g = 0; g < n.gpus && g < state[i].gpu_busy.size(); ++g) free[g] = !state[i].gpu_busy[g];
+    const uint32_t now = cliques_spanned(n.nvlink_cliques, free, per_node);
+    const uint32_t best = cliques_spanned(n.nvlink_cliques, idle, per_node);
+    split[i] = now > best ? now - best : 0;
+  }
+  return split;
+}
+
+// Best-fit choice of nodes inside one unit, or why it does not fit. `free_of[i]` is
+// state[i].free_gpus(), counted once per plan: the sorts below compare it often.
+// `split_of[i]`: NVLink cliques the job's share on node i would span beyond the
+// fewest its size allows (see split_cliques).
+Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vector<uint32_t>& free_of,
+             const std::vector<uint32_t>& split_of, const std::vector<bool>& eligible, const TopologyUnit& unit,
+             const std::string& type, const GangShape& gang, bool allow_flaky) {
   const auto& nodes = cluster.nodes();
   Fit fit;
   std::vector<size_t> room;
   for (size_t i : unit.members) {
     const GpuNode& n = nodes[i];
     if (n.gpus == 0 || n.gpu_type != type || !eligible[i]) continue;
-    const uint32_t free = state[i].free_gpus();
+    const uint32_t free = free_of[i];
     fit.unit_free += free;
     if (!allow_flaky && state[i].recent_failures > 0) continue;
     fit.eligible.push_back(i);
@@ -44,21 +83,24 @@ Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vecto
   fit.room_nodes = static_cast<uint32_t>(room.size());
   if (gang.gpus_per_node > 0) {
     if (room.size() < gang.nodes) return fit;
-    // Fullest nodes first: a job takes the tightest spot, leaving idle nodes idle.
+    // Nodes where the share stays inside as few NVLink cliques as it can first (a
+    // 4-GPU job on a node with a whole free 4-GPU clique, not on one whose 4 free
+    // GPUs are scattered), then the fullest: a job takes the tightest spot, leaving
+    // idle nodes idle.
     std::stable_sort(room.begin(), room.end(), [&](size_t a, size_t b) {
-      return std::make_tuple(state[a].free_gpus(), state[a].recent_failures) <
-             std::make_tuple(state[b].free_gpus(), state[b].recent_failures);
+      return std::make_tuple(split_of[a], free_of[a], state[a].recent_failures) <
+             std::make_tuple(split_of[b], free_of[b], state[b].recent_failures);
     });
     fit.chosen.assign(room.begin(), room.begin() + gang.nodes);
   } else {
     // A GPU total (--gpus=N): fewest nodes, most free first.
     std::stable_sort(room.begin(), room.end(),
-                     [&](size_t a, size_t b) { return state[a].free_gpus() > state[b].free_gpus(); });
+                     [&](size_t a, size_t b) { return free_of[a] > free_of[b]; });
     uint32_t got = 0;
     for (size_t i : room) {
       if (got >= gang.total_gpus && fit.chosen.size() >= gang.nodes) break;
       fit.chosen.push_back(i);
-      got += state[i].free_gpus();
+      got += free_of[i];
     }
     if (got < gang.total_gpus || fit.chosen.size() < gang.nodes) {
       fit.chosen.clear();
@@ -66,7 +108,10 @@ Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vecto
     }
   }
   std::sort(fit.chosen.begin(), fit.chosen.end());
-  for (size_t i : fit.chosen) fit.flaky = fit.flaky || state[i].recent_failures > 0;
+  for (size_t i : fit.chosen) {
+    fit.flaky = fit.flaky || state[i].recent_failures > 0;
+    fit.split += split_of[i];
+  }
   fit.ok = true;
   return fit;
 }
@@ -116,6 +161,10 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
   if (request.gpu_types.empty()) type_groups.push_back(cluster.gpu_types());
   else for (const auto& t : request.gpu_types) type_groups.push_back({t});
 
+  std::vector<uint32_t> free_of(nodes.size());
+  for (size_t i = 0; i < nodes.size(); ++i) free_of[i] = state[i].free_gpus();
+  const std::vector<uint32_t> split_of = split_cliques(cluster, state, free_of, request.gang.gpus_per_node);
+
   const bool large = request.gang.nodes >= policy.large_gang_nodes;
   const std::vector<Locality> scopes = scopes_to_try(request);
   const auto levels = cluster.topology();
@@ -129,37 +178,39 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
         if (l + 1 < levels->size()) {
           for (const auto& outer : (*levels)[l + 1].units) {
             uint32_t free = 0;
-            for (size_t i : outer.members) free += state[i].free_gpus();
+            for (size_t i : outer.members) free += free_of[i];
             context_free.push_back(free);
           }
         }
         auto context_of = [&](const TopologyUnit& u) {
           return u.context >= 0 && static_cast<size_t>(u.context) < context_free.size() ? context_free[u.context] : 0u;
         };
-        std::vector<std::tuple<bool, uint32_t, uint32_t, std::string, PlacementCandidate>> found;
+        std::vector<std::tuple<bool, uint32_t, uint32_t, uint32_t, std::string, PlacementCandidate>> found;
         for (const auto& type : group) {
           for (const auto& u : level.units) {
             // Large gangs first try without nodes that failed recently.
-            Fit fit = fit_unit(cluster, state, eligible, u, type, request.gang, !large);
-            if (!fit.ok && large) fit = fit_unit(cluster, state, eligible, u, type, request.gang, true);
+            Fit fit = fit_unit(cluster, state, free_of, split_of, eligible, u, type, request.gang, !large);
+            if (!fit.ok && large) fit = fit_unit(cluster, state, free_of, split_of, eligible, u, type, request.gang, true);
             if (!fit.ok) continue;
             PlacementCandidate c;
             c.gpu_type = type;
             c.scope = scope;
             c.unit = u.name;
-            c.nodes = fit.chosen;
-            c.unit_nodes = fit.eligible;
+            c.nodes = std::move(fit.chosen);
+            c.unit_nodes = std::move(fit.eligible);
             c.leftover_gpus = fit.unit_free - std::min(fit.unit_free, gang_gpus(request.gang));
             c.uses_flaky_nodes = fit.flaky;
-            found.emplace_back(c.uses_flaky_nodes, c.leftover_gpus, context_of(u), u.name, std::move(c));
+            c.split_cliques = fit.split;
+            found.emplace_back(c.uses_flaky_nodes, c.split_cliques, c.leftover_gpus, context_of(u), u.name,
+                               std::move(c));
           }
         }
         std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
-          return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a), std::get<3>(a)) <
-                 std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b), std::get<3>(b));
+          return std::tie(std::get<0>(a), std::get<1>(a), std::get<2>(a), std::get<3>(a), std::get<4>(a)) <
+                 std::tie(std::get<0>(b), std::get<1>(b), std::get<2>(b), std::get<3>(b), std::get<4>(b));
         });
         for (size_t k = 0; k < found.size() && k < policy.max_candidates_per_scope; ++k)
-          plan.candidates.push_back(std::move(std::get<4>(found[k])));
+          plan.candidates.push_back(std::move(std::get<5>(found[k])));
       }
     }
   }
@@ -174,7 +225,7 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
       s.gpu_type = type;
       for (size_t i = 0; i < nodes.size(); ++i) {
         if (nodes[i].gpu_type != type || !eligible[i]) continue;
-        const uint32_t free = state[i].free_gpus();
+        const uint32_t free = free_of[i];
         s.free_gpus += free;
         const uint32_t need = request.gang.gpus_per_node > 0 ? request.gang.gpus_per_node : 1;
         if (free >= need) ++s.nodes_with_room;
@@ -182,7 +233,7 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
       for (const auto& level : *levels) {
         if (level.scope != asked) continue;
         for (const auto& u : level.units) {
-          Fit fit = fit_unit(cluster, state, eligible, u, type, request.gang, true);
+          Fit fit = fit_unit(cluster, state, free_of, split_of, eligible, u, type, request.gang, true);
           if (fit.unit_free > s.best_unit_free_gpus || s.best_unit.empty()) {
             s.best_unit = u.name;
             s.best_unit_free_gpus = fit.unit_free;

@@ -39,6 +39,9 @@ struct PlacementCandidate {
   std::vector<size_t> unit_nodes;   // every eligible node of the unit, for a second try
   uint32_t leftover_gpus = 0;       // free GPUs the unit keeps after placement (lower = tighter fit)
   bool uses_flaky_nodes = false;
+  // NVLink cliques the job's GPUs would span beyond the fewest its size allows,
+  // summed over `nodes`: candidates that keep shares inside whole cliques come first.
+  uint32_t split_cliques = 0;
 };
 
 // Why nothing fits now, per GPU type: what the job needs vs what is free.

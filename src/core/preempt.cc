@@ -2,7 +2,10 @@
 #include "core/preempt.h"
 
 #include <cmath>
+#include <ctime>
 
+#include "core/checkpoint.h"
+#include "core/directives.h"
 #include "core/text.h"
 
 namespace mlsched {
@@ -22,6 +25,7 @@ const char* verdict_name(PreemptVerdict v) {
     case PreemptVerdict::same_team: return "SameTeam";
     case PreemptVerdict::victim_too_young: return "VictimTooYoung";
     case PreemptVerdict::victim_preempted_too_often: return "VictimPreemptedTooOften";
+    case PreemptVerdict::victim_out_of_restarts: return "VictimOutOfRestarts";
     case PreemptVerdict::no_useful_gpus: return "NoUsefulGpus";
     case PreemptVerdict::same_job: return "SameJob";
   }
@@ -33,15 +37,17 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
   if (preemptor.job_id == victim.job_id) return PreemptVerdict::same_job;
   if (!victim.preemptible) return PreemptVerdict::victim_not_preemptible;
   // Reclaiming is for guarantees: a job that would itself run on borrowed GPUs has
-  // no claim on anyone's.
-  if (preemptor.borrowing) return PreemptVerdict::preemptor_borrowing;
+  // no claim on anyone's, except a large gang that has waited too long: small
+  // borrowing jobs filling every GPU as it frees up would otherwise starve it.
+  if (preemptor.borrowing && !starving_large_gang(preemptor, config, now)) return PreemptVerdict::preemptor_borrowing;
   if (preemptor.team == victim.team) return PreemptVerdict::same_team;
   if (!victim.borrowing) return PreemptVerdict::victim_within_quota;
   if (now - victim.start_time < static_cast<int64_t>(config.preempt_min_run_time))
     return PreemptVerdict::victim_too_young;
-  uint32_t cap = config.preempt_max_per_job;
-  if (victim.has_directives) cap = std::min(cap, victim.max_restarts);
-  if (victim.times_preempted >= cap) return PreemptVerdict::victim_preempted_too_often;
+  // The admin's cap counts preemptions only; the job's own max-restarts counts every
+  // requeue, since a preemption requeues it once more than it asked for.
+  if (victim.times_preempted >= config.preempt_max_per_job) return PreemptVerdict::victim_preempted_too_often;
+  if (victim.has_directives && victim.restarts >= victim.max_restarts) return PreemptVerdict::victim_out_of_restarts;
   if (!preemptor.gpu_type.empty() && !victim.gpu_type.empty() &&
       lowercase(preemptor.gpu_type) != lowercase(victim.gpu_type))
     return PreemptVerdict::no_useful_gpus;
@@ -49,16 +55,86 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
   return PreemptVerdict::allowed;
 }
 
-double lost_work(const PreemptCandidate& victim, int64_t now) {
-  int64_t since;
-  if (victim.last_checkpoint && *victim.last_checkpoint >= victim.start_time) {
-    since = now - *victim.last_checkpoint;
-  } else {
-    // Nothing reported in this run: everything since the start is at risk, but a
-    // job that declared an interval has checkpointed at least that recently.
-    since = now - victim.start_time;
-    if (victim.checkpoint_interval > 0) since = std::min<int64_t>(since, victim.checkpoint_interval);
+bool starving_large_gang(const Preemptor& preemptor, const Config& config, int64_t now) {
+  if (config.preempt_for_large_gang_gpus == 0 || preemptor.gpus < config.preempt_for_large_gang_gpus) return false;
+  if (preemptor.eligible_since <= 0 || preemptor.eligible_since > now) return false;
+  return now - preemptor.eligible_since >= static_cast<int64_t>(config.preempt_for_large_gang_wait);
+}
+
+BorrowingDecision decide_borrowing(const std::optional<std::string>& mark, bool priority_plugin_marks,
+                                   bool estimate) {
+  if (!priority_plugin_marks) return {estimate, BorrowingSource::estimate};
+  if (mark && (*mark == "yes" || *mark == "no")) return {*mark == "yes", BorrowingSource::mark};
+  return {false, BorrowingSource::not_marked_yet};
+}
+
+const char* borrowing_source_name(BorrowingSource s) {
+  switch (s) {
+    case BorrowingSource::mark: return "priority/mlsched's mark";
+    case BorrowingSource::not_marked_yet: return "not marked yet";
+    case BorrowingSource::estimate: return "preempt/mlsched's estimate";
   }
+  return "unknown";
+}
+
+namespace {
+constexpr const char* kTimesKey = "preempted";
+constexpr const char* kAtKey = "preempted-at";
+constexpr const char* kByKey = "preempted-by";
+constexpr const char* kLostKey = "lost-gpu-seconds";
+
+std::string local_time_text(int64_t t) {
+  const time_t tt = static_cast<time_t>(t);
+  struct tm tmv;
+  if (!localtime_r(&tt, &tmv)) return std::to_string(t);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tmv);
+  return buf;
+}
+
+int64_t parse_local_time(const std::string& text) {
+  struct tm tmv = {};
+  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tmv);
+  if (!end || *end) return 0;
+  tmv.tm_isdst = -1;
+  const time_t t = mktime(&tmv);
+  return t < 0 ? 0 : static_cast<int64_t>(t);
+}
+}  // namespace
+
+PreemptionHistory preemption_history(std::string_view admin_comment) {
+  PreemptionHistory h;
+  if (auto v = stored_token(admin_comment, kTimesKey))
+    if (auto n = parse_uint(*v)) h.times = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
+  if (auto v = stored_token(admin_comment, kAtKey)) h.last_at = parse_local_time(*v);
+  if (auto v = stored_token(admin_comment, kByKey))
+    if (auto n = parse_uint(*v)) h.last_by = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
+  if (auto v = stored_token(admin_comment, kLostKey))
+    if (auto n = parse_uint(*v)) h.lost_gpu_seconds = static_cast<double>(*n);
+  return h;
+}
+
+std::string with_preemption_recorded(std::string_view admin_comment, uint32_t preemptor_job_id, int64_t at,
+                                     double lost_gpu_seconds) {
+  const PreemptionHistory h = preemption_history(admin_comment);
+  const double lost = h.lost_gpu_seconds + std::max(0.0, lost_gpu_seconds);
+  std::string text(admin_comment);
+  text = with_stored_token(text, kTimesKey, std::to_string(h.times + 1));
+  text = with_stored_token(text, kAtKey, local_time_text(at));
+  text = with_stored_token(text, kByKey, preemptor_job_id ? std::optional<std::string>(std::to_string(preemptor_job_id))
+                                                          : std::nullopt);
+  text = with_stored_token(text, kLostKey, std::to_string(std::llround(lost)));
+  return text;
+}
+
+double lost_work(const PreemptCandidate& victim, int64_t now) {
+  // Everything since the last checkpoint of this run (or since the start, when it
+  // reported none) is at risk; a job that declared an interval has checkpointed at
+  // least that recently. The bound applies to a report too, so that reporting an
+  // old checkpoint cannot make a job look dearer to stop than staying silent.
+  const auto checkpoint = trusted_checkpoint_time(victim.last_checkpoint, victim.start_time, now);
+  int64_t since = now - (checkpoint ? *checkpoint : victim.start_time);
+  if (victim.checkpoint_interval > 0) since = std::min<int64_t>(since, victim.checkpoint_interval);
   return static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, since));
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/config.h"
@@ -24,11 +25,14 @@ struct PreemptCandidate {
   int64_t start_time = 0;                      // of its current run (after a requeue: the new start)
   bool preemptible = true;                     // its directive (or its type's default)
   bool borrowing = false;                      // beyond its team's guarantee (mark_borrowing)
-  uint32_t times_preempted = 0;                // Slurm's restart count
+  uint32_t times_preempted = 0;                // by preempt/mlsched: its `preempted=` mark (PreemptMaxPerJob)
+  uint32_t restarts = 0;                       // Slurm's restart count: every requeue (preemption,
+                                               // time limit, node failure); its max-restarts caps it
   uint32_t max_restarts = 0;                   // its directive; 0 with no directives = no own cap
   bool has_directives = false;
   uint32_t checkpoint_interval = 0;            // declared seconds between checkpoints; 0 = none
-  std::optional<int64_t> last_checkpoint;      // last *completed* checkpoint, when reported
+  std::optional<int64_t> last_checkpoint;      // last *completed* checkpoint as the job reported it
+                                               // (checkpoint_report(); unchecked, see lost_work)
 
   uint32_t gpus() const;
 };
@@ -41,7 +45,13 @@ struct Preemptor {
   uint32_t gpus = 0;      // the whole gang's GPUs
   bool borrowing = false; // starting it would take its team beyond its guarantee
   Locality locality = Locality::any;  // node / nvlink-domain: its GPUs must be in one such unit
+  int64_t eligible_since = 0;  // when it last became eligible to start (Slurm's begin time); 0 = unknown
 };
+
+// A large gang that has waited too long: at least PreemptForLargeGangGpus GPUs and
+// eligible for PreemptForLargeGangWait seconds or more. It may reclaim other teams'
+// borrowed GPUs even when it would itself borrow (see may_preempt).
+bool starving_large_gang(const Preemptor& preemptor, const Config& config, int64_t now);
 
 // Why a pair is refused; each has a sentence for the log and for `mlsched why`.
 enum class PreemptVerdict {
@@ -51,16 +61,21 @@ enum class PreemptVerdict {
   preemptor_borrowing,      // an over-quota (borrowing) job never preempts
   same_team,                // teams share within themselves through priority, not preemption
   victim_too_young,         // ran less than PreemptMinRunTime since it (re)started
-  victim_preempted_too_often,  // reached PreemptMaxPerJob or its own max-restarts
+  victim_preempted_too_often,  // preempt/mlsched preempted it PreemptMaxPerJob times already
+  victim_out_of_restarts,   // it was requeued (for any reason) as often as its max-restarts allows
   no_useful_gpus,           // holds no GPUs of the type the preemptor needs
   same_job,
 };
 const char* verdict_name(PreemptVerdict v);
 
 // Who may preempt whom. Rules, in the order they are checked: a job never preempts
-// itself; only preemptible victims; a borrowing preemptor preempts nothing; only
-// other teams' borrowing jobs; not before PreemptMinRunTime; not beyond the
-// per-job cap; only jobs holding GPUs the preemptor can use.
+// itself; only preemptible victims; a borrowing preemptor preempts nothing, unless
+// it is a starving large gang (starving_large_gang); only other teams' borrowing
+// jobs; not before PreemptMinRunTime; not a job preempt/mlsched already preempted
+// PreemptMaxPerJob times (its `preempted=` mark: time-limit and node-failure
+// requeues do not count), nor one whose requeues of any kind reached its own
+// max-restarts (the directive caps the job's restarts in all); only jobs holding
+// GPUs the preemptor can use.
 PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& victim, const Config& config,
                            int64_t now);
 
@@ -71,9 +86,46 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
 template <typename Guarantee>
 void mark_borrowing(std::vector<PreemptCandidate>& running, Guarantee guaranteed);
 
+// Whether a running job is borrowing, and who said so. priority/mlsched marks every
+// running job (`borrowing=yes|no` in its admin comment) from the team standing it
+// prices with; when that plugin is loaded its mark is the one source of truth, and a
+// job it has not marked yet (started in the last second) is left alone. Under any
+// other priority plugin nobody marks jobs (a leftover mark is stale): preempt/mlsched
+// estimates borrowing itself (mark_borrowing).
+enum class BorrowingSource { mark, not_marked_yet, estimate };
+struct BorrowingDecision {
+  bool borrowing = false;
+  BorrowingSource source = BorrowingSource::estimate;
+};
+BorrowingDecision decide_borrowing(const std::optional<std::string>& mark, bool priority_plugin_marks,
+                                   bool estimate);
+const char* borrowing_source_name(BorrowingSource s);
+
+// ==== preemption history, kept on the victim ====================================
+// preempt/mlsched records each preemption in the victim's admin comment (mlsched's
+// part, which users cannot change), beside its directives:
+//   preempted=<times> preempted-at=<local time, as scontrol prints times>
+//   preempted-by=<preemptor job id> lost-gpu-seconds=<estimated, summed over times>
+// so that `scontrol show job` and `mlsched why` show it and it survives requeues
+// and controller restarts with the job.
+struct PreemptionHistory {
+  uint32_t times = 0;            // 0: never preempted by preempt/mlsched
+  int64_t last_at = 0;           // epoch seconds; 0 when unknown
+  uint32_t last_by = 0;          // job id of the last preemptor; 0 when unknown
+  double lost_gpu_seconds = 0;   // lost_work() estimates at each preemption, summed
+};
+PreemptionHistory preemption_history(std::string_view admin_comment);
+// The admin comment with one more preemption recorded. Pure string work, no I/O:
+// the plugin calls it under slurmctld's job write lock.
+std::string with_preemption_recorded(std::string_view admin_comment, uint32_t preemptor_job_id, int64_t at,
+                                     double lost_gpu_seconds);
+// ==== end preemption history ====================================================
+
 // GPU-seconds a victim would lose if stopped now: its GPUs times the time since its
-// last completed checkpoint (or since its start when it reported none), bounded by
-// its declared checkpoint interval when it reported none.
+// last completed checkpoint of this run (trusted_checkpoint_time() in checkpoint.h:
+// a report before its start is ignored, one after `now` counts as now), else since
+// its start; bounded, reported or not, by its declared checkpoint interval. So a
+// report never makes a job look more expensive to preempt than it would without it.
 double lost_work(const PreemptCandidate& victim, int64_t now);
 
 // A GPU node as preemption sees it.

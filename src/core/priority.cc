@@ -69,8 +69,14 @@ PriorityFactors price(const PricedJob& job, const Config& c, double fairshare, b
   f.job_type = c.priority_weight_job_type[static_cast<int>(job.type)];
   f.qos = c.priority_weight_qos * std::clamp(job.qos_norm, 0.0, 1.0);
   f.partition = c.priority_weight_partition * std::clamp(job.partition_norm, 0.0, 1.0);
+  if (c.attained_service.enabled() && attained_service_applies(c, job.team, job.partition)) {
+    f.attained_level =
+        attained_service_level(c, job.attained_gpu_seconds, now - (job.queued_time ? job.queued_time : job.submit_time));
+    f.attained_service = attained_service_term(c, f.attained_level);
+  }
 
   const double sum = f.fairshare + f.quota + f.age + f.job_size + f.job_type + f.qos + f.partition +
+                     f.attained_service +
                      static_cast<double>(job.site) - static_cast<double>(job.nice);
   // Slurm's priority is 32 bits; 0 means held, and the top is kept free for admins.
   constexpr double kMax = static_cast<double>(std::numeric_limits<uint32_t>::max() - 1);
@@ -192,6 +198,34 @@ PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassIn
     out.pending.push_back(price(job, config, fairshare, borrowing, cluster_gpus, now));
   }
   return out;
+}
+
+bool attained_service_applies(const Config& c, const std::string& team, const std::string& partition) {
+  const auto& scope = c.attained_service;
+  if (scope.all) return true;
+  return std::find(scope.teams.begin(), scope.teams.end(), team) != scope.teams.end() ||
+         (!partition.empty() &&
+          std::find(scope.partitions.begin(), scope.partitions.end(), partition) != scope.partitions.end());
+}
+
+int attained_service_level(const Config& c, double attained_gpu_seconds, int64_t waited) {
+  if (c.attained_service_promote_after > 0 && waited >= static_cast<int64_t>(c.attained_service_promote_after))
+    return 0;
+  int level = 0;
+  for (uint64_t threshold : c.attained_service_thresholds)
+    if (attained_gpu_seconds >= static_cast<double>(threshold)) ++level;
+  return level;
+}
+
+// A penalty rather than a bonus: a fresh job, and every job where attained service
+// does not apply, keeps the priority it has without it, so turning it on for one
+// team reorders that team's jobs without lifting them over other teams', and the
+// starvation bound (bounded_priority_ceiling) stays as it is.
+double attained_service_term(const Config& c, int level) {
+  const size_t levels = c.attained_service_thresholds.size() + 1;
+  if (level <= 0 || levels < 2) return 0.0;
+  return -static_cast<double>(c.priority_weight_attained_service) * std::min<size_t>(level, levels - 1) /
+         static_cast<double>(levels - 1);
 }
 
 double bounded_priority_ceiling(const Config& c) {

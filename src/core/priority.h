@@ -43,12 +43,19 @@ struct PricedJob {
   std::string team;
   std::string gpu_type;       // "" when the job names no single type
   uint32_t gpus = 0;          // the whole gang's GPUs
-  int64_t submit_time = 0;    // kept across requeue, so a preempted job keeps its age
+  int64_t submit_time = 0;    // its first submission: a requeued (preempted) job keeps its age
+  // When it last became pending (Slurm's submit time, which a requeue sets anew),
+  // for attained-service promotion; 0 = submit_time.
+  int64_t queued_time = 0;
   JobType type = JobType::training;
   double qos_norm = 0;        // QOS priority / highest QOS priority, 0..1
   double partition_norm = 0;  // partition PriorityJobFactor / highest, 0..1
   int64_t nice = 0;           // as the user gave it (positive lowers priority)
   int64_t site = 0;           // admin's site factor
+  std::string partition;      // for AttainedService=partition:<name>
+  // GPU-seconds the job consumed in its earlier runs (a requeued job), for the
+  // attained-service level; 0 for a job that never ran.
+  double attained_gpu_seconds = 0;
 };
 
 // The terms of one job's priority, already weighted (what sprio -l shows).
@@ -60,6 +67,10 @@ struct PriorityFactors {
   double job_type = 0;   // per-type weight                              (sprio SITE, with site)
   double qos = 0;        //                                              (sprio QOS)
   double partition = 0;  //                                              (sprio PARTITION)
+  // -weight x level / (levels - 1), 0 where attained service does not apply or the
+  // job is in level 0                                                    (sprio SITE, with job_type)
+  double attained_service = 0;
+  int attained_level = -1;  // -1: attained service does not apply to the job
   bool borrowing = false;
   uint32_t total = 1;    // sum, minus nice, plus site; at least 1 (0 means held in Slurm)
 };
@@ -73,6 +84,17 @@ struct PriorityInputs {
 };
 
 PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int64_t now);
+
+// ==== attained service (Tiresias' discretized least-attained-service) =========
+// Whether AttainedService= covers a job of `team` in `partition`.
+bool attained_service_applies(const Config& config, const std::string& team, const std::string& partition);
+// The job's level: the number of AttainedServiceThresholds its attained GPU-seconds
+// have reached (0 = least attained), or 0 once it has waited
+// AttainedServicePromoteAfter since it was last (re)queued (`waited`, seconds).
+int attained_service_level(const Config& config, double attained_gpu_seconds, int64_t waited);
+// The (non-positive) priority term of a level.
+double attained_service_term(const Config& config, int level);
+// ==== end attained service ======================================================
 
 // One pass over the cluster, as the plugin runs it every PriorityCalcPeriod on a
 // snapshot taken under slurmctld's locks: charge running jobs, rank teams, then

@@ -4,8 +4,11 @@
 #include "core/why.h"
 
 #include <algorithm>
+#include <cmath>
 #include <set>
+#include <stdexcept>
 
+#include "core/hostlist.h"
 #include "core/placement.h"
 #include "core/text.h"
 #include "core/topo.h"
@@ -28,6 +31,12 @@ const std::vector<WaitReasonDoc>& wait_reason_docs() {
       {wr::kStrictLocality, "the gang would fit now, but not inside one unit of its strict locality scope"},
       {wr::kGpuNodesUnavailable, "nodes with the acceptable GPU types are down or drained"},
       {wr::kBehindHigherPriority, "pending jobs with higher priority want the same GPU types"},
+      {wr::kTeamFairShareBehind,
+       "the job's team has had more of the cluster's recent GPU-time, for its entitlement, than the teams whose "
+       "jobs come first (sshare's numbers)"},
+      {wr::kTeamBeyondQuota,
+       "starting the job would take its team beyond its guaranteed GPUs of that type: it gets no quota priority, "
+       "and once running it borrows GPUs that a team within its quota may reclaim"},
       {wr::kAccountOrQosLimit, "a limit of the job's account (team) or QOS holds it back"},
       {wr::kPartitionLimit, "the job exceeds a limit of its partition"},
       {wr::kReservation, "the job waits for its reservation, or reserved nodes are in its way"},
@@ -129,6 +138,40 @@ std::optional<GpuTres> gpus_from_tres(std::string_view tres) {
   return out;
 }
 
+std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_conf(std::string_view text) {
+  std::map<std::string, std::vector<std::vector<int>>> rows;  // node -> link rows in GPU order
+  for (const auto& raw : split(text, '\n')) {
+    std::string line = raw.substr(0, raw.find('#'));
+    std::string nodes, name, links;
+    for (const auto& word : split_words(line)) {
+      const size_t eq = word.find('=');
+      if (eq == std::string::npos) continue;
+      const std::string key = lowercase(word.substr(0, eq)), value = word.substr(eq + 1);
+      if (key == "nodename") nodes = value;
+      else if (key == "name") name = value;
+      else if (key == "links") links = value;
+    }
+    if (nodes.empty() || name != "gpu" || links.empty()) continue;
+    std::vector<int> row;
+    for (const auto& v : split(links, ',')) {
+      const std::string t = trim(v);
+      if (t == "-1") row.push_back(-1);
+      else if (auto n = parse_uint(t)) row.push_back(static_cast<int>(std::min<uint64_t>(*n, 1000000)));
+      else row.push_back(0);
+    }
+    std::vector<std::string> names;
+    try {
+      names = expand_hostlist(nodes);
+    } catch (const std::invalid_argument&) {
+      continue;
+    }
+    for (const auto& n : names) rows[n].push_back(row);
+  }
+  std::map<std::string, std::vector<std::vector<int>>> out;
+  for (const auto& [node, matrix] : rows) out[node] = cliques_from_links(matrix);
+  return out;
+}
+
 std::string format_duration(long long s) {
   if (s < 0) s = 0;
   if (s < 60) return std::to_string(s) + " s";
@@ -167,6 +210,20 @@ std::map<std::string, std::vector<size_t>> units(const Cluster& cluster, Localit
     if (!u.empty()) out[u].push_back(i);
   }
   return out;
+}
+
+std::string percent(double share) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.1f%%", share * 100.0);
+  return buf;
+}
+
+// "has had 62.0% of recent GPU-time for a 33.3% entitlement (fair-share factor 0.270)"
+std::string share_text(const TeamView& v) {
+  char factor[32];
+  snprintf(factor, sizeof factor, "%.3f", v.fairshare);
+  return "has had " + percent(v.usage_norm) + " of recent GPU-time for a " + percent(v.shares_norm) +
+         " entitlement (fair-share factor " + factor + ")";
 }
 
 uint32_t free_on(const ClusterState& state, size_t i) { return i < state.size() ? state[i].free_gpus() : 0; }
@@ -240,6 +297,28 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   const GpuNeed& req = job.request;
   const std::string& sr = job.slurm_reason;
 
+  const bool running = job.state == "RUNNING" || job.state == "SUSPENDED";
+  if (running) {
+    for (const auto& [node, idx] : job.gpus_by_node) {
+      PlacedGpus p;
+      p.node = node;
+      p.gpus = idx;
+      if (const GpuNode* n = cluster.find_node(node)) {
+        p.nvlink_domain = n->nvlink_domain;
+        p.leaf_switch = n->leaf_switch;
+      }
+      auto c = snap.node_cliques.find(node);
+      if (c != snap.node_cliques.end())
+        for (const auto& clique : c->second) {
+          std::vector<int> mine;
+          for (int g : idx)
+            if (std::find(clique.begin(), clique.end(), g) != clique.end()) mine.push_back(g);
+          if (!mine.empty()) p.cliques.push_back(mine);
+        }
+      rep.placement.push_back(std::move(p));
+    }
+  }
+
   if (sr == "JobHeldUser") rep.findings.push_back({wr::kHeldByUser, "held by its owner; `scontrol release " + std::to_string(job.job_id) + "` lets it start"});
   if (sr == "JobHeldAdmin") rep.findings.push_back({wr::kHeldByAdmin, "held by an administrator (priority 0); ask them to release it"});
 
@@ -287,6 +366,60 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   }
   rep.need = req.total_gpus() ? need_text(req, req.gpu_types) : "no GPUs";
   const uint32_t need = req.total_gpus();
+
+  // The team against its guarantee, for the type the job uses (running) or would
+  // get first (pending), the way the plugins count it (core/priority.h Quotas).
+  {
+    TeamReport& t = rep.team;
+    t.team = job.account;
+    if (running) {
+      for (const auto& [node, idx] : job.gpus_by_node) {
+        t.job_gpus += static_cast<uint32_t>(idx.size());
+        const GpuNode* n = cluster.find_node(node);
+        if (n && t.gpu_type.empty()) t.gpu_type = lowercase(n->gpu_type);
+      }
+    } else {
+      t.job_gpus = need;
+      // A job that names one type is counted against that type; one that names
+      // several or none is counted against all types together, as the plugins do.
+      if (req.gpu_types.size() == 1 && present.size() == 1) t.gpu_type = lowercase(present[0]);
+    }
+    auto v = snap.teams.find(job.account);
+    if (v != snap.teams.end()) {
+      t.known = true;
+      t.view = v->second;
+      auto sum = [&](const std::map<std::string, uint32_t>& m) {
+        if (!t.gpu_type.empty()) {
+          auto it = m.find(t.gpu_type);
+          return it == m.end() ? 0u : it->second;
+        }
+        uint32_t total = 0;
+        for (const auto& [type, n] : m) total += n;
+        return total;
+      };
+      t.holds = sum(t.view.in_use);
+      t.guaranteed = sum(t.view.guaranteed);
+    }
+    if (running) {
+      if (job.borrowing_mark && (*job.borrowing_mark == "yes" || *job.borrowing_mark == "no")) {
+        t.job_borrows = *job.borrowing_mark == "yes";
+        t.borrowing_from = "priority/mlsched's mark";
+      } else if (t.known) {
+        t.job_borrows = t.holds > t.guaranteed;
+        t.borrowing_from = "estimate: the team holds more than its guarantee";
+      }
+    } else if (t.known && need > 0) {
+      t.job_borrows = static_cast<uint64_t>(t.holds) + need > t.guaranteed;
+      if (t.job_borrows && job.state == "PENDING") {
+        const std::string type = t.gpu_type.empty() ? std::string("GPUs") : t.gpu_type;
+        rep.findings.push_back(
+            {wr::kTeamBeyondQuota,
+             "team " + t.team + " holds " + std::to_string(t.holds) + " " + type + " of the " +
+                 std::to_string(t.guaranteed) + " it is guaranteed; this job's " + std::to_string(need) +
+                 " would be borrowed: no quota priority, and preemptible by a team within its quota"});
+      }
+    }
+  }
   const bool strict = req.locality_mode == LocalityMode::strict;
   bool fits_now = need == 0;
   if (need > 0) {
@@ -480,6 +613,25 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
       if (rep.ahead.size() < 5) rep.ahead.push_back(p);
     }
   }
+  // Fair share: teams of the jobs ahead that stand better than the job's own.
+  {
+    auto mine = snap.teams.find(job.account);
+    std::set<std::string> seen;
+    std::vector<std::string> better;
+    for (const auto& p : rep.ahead) {
+      if (p.account.empty() || p.account == job.account || !seen.insert(p.account).second) continue;
+      auto v = snap.teams.find(p.account);
+      if (v == snap.teams.end()) continue;
+      rep.teams_ahead.emplace_back(p.account, v->second);
+      if (mine != snap.teams.end() && mine->second.has_shares && v->second.has_shares &&
+          v->second.fairshare > mine->second.fairshare)
+        better.push_back(p.account + " " + share_text(v->second));
+    }
+    if (!better.empty() && job.state == "PENDING")
+      rep.findings.push_back({wr::kTeamFairShareBehind, "team " + job.account + " " + share_text(mine->second) +
+                                                            "; ahead: " + join(better, "; ")});
+  }
+
   if (!rep.ahead.empty() && job.priority > 0) {
     std::vector<std::string> names;
     for (const auto& p : rep.ahead)
@@ -535,6 +687,24 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
   line(head);
   line("  needs:      " + rep.need);
   line("  directives: " + (job.directives ? job.directives->to_string() : std::string("none (not an mlsched job)")));
+  const TeamReport& t = rep.team;
+  if (t.known) {
+    const std::string type = t.gpu_type.empty() ? std::string("GPUs") : t.gpu_type;
+    std::string s = "  team:       " + t.team + " holds " + std::to_string(t.holds) + " " + type + ", guaranteed " +
+                    std::to_string(t.guaranteed);
+    if (t.view.has_shares) s += "; " + share_text(t.view);
+    line(s);
+  }
+  if (job.preemptions.times > 0) {
+    const PreemptionHistory& h = job.preemptions;
+    std::string s = "  preempted:  " + std::to_string(h.times) + (h.times == 1 ? " time" : " times");
+    if (h.last_at) s += ", last at " + clock(h.last_at) + " (" + format_duration(now - h.last_at) + " ago)";
+    if (h.last_by) s += " by job " + std::to_string(h.last_by);
+    char lost[64];
+    snprintf(lost, sizeof lost, "%.0f", h.lost_gpu_seconds);
+    s += "; work lost, estimated: " + std::string(lost) + " GPU-seconds in all";
+    line(s);
+  }
 
   if (job.state == "RUNNING") {
     std::vector<std::string> where;
@@ -543,6 +713,30 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
       where.push_back(node + (idx.empty() ? "" : " (GPU " + format_ranges(u) + ")"));
     }
     line("  runs on:    " + (where.empty() ? std::string("-") : join(where, ", ")));
+    for (const auto& p : rep.placement) {
+      std::vector<std::string> parts;
+      parts.push_back(p.nvlink_domain.empty() ? "no multi-node NVLink domain" : "nvlink-domain " + p.nvlink_domain);
+      if (!p.leaf_switch.empty()) parts.push_back("switch " + p.leaf_switch);
+      if (!p.cliques.empty()) {
+        std::vector<std::string> groups;
+        for (const auto& c : p.cliques) {
+          std::vector<unsigned> u(c.begin(), c.end());
+          groups.push_back("{" + format_ranges(u) + "}");
+        }
+        parts.push_back(std::string(p.cliques.size() == 1 ? "GPUs in one NVLink clique " : "GPUs split over NVLink cliques ") +
+                        join(groups, " "));
+      }
+      line("  locality:   " + p.node + ": " + join(parts, ", "));
+    }
+    if (!t.borrowing_from.empty())
+      line("  borrowing:  " + std::string(t.job_borrows ? "yes" : "no") + " (" + t.borrowing_from + ")" +
+           (t.job_borrows ? ": a team within its quota may reclaim its GPUs" : ""));
+    if (job.last_checkpoint)
+      line("  checkpoint: " + (job.last_checkpoint_path.empty() ? std::string() : job.last_checkpoint_path + " ") +
+           "marked complete at " + clock(job.last_checkpoint) + " (" + format_duration(now - job.last_checkpoint) +
+           " ago)" + (job.checkpoint_reported ? ", reported to slurmctld" : ""));
+    else if (job.directives)  // a job without directives is not run under `mlsched run`
+      line("  checkpoint: " + (job.checkpoint_note.empty() ? std::string("none known") : job.checkpoint_note));
     if (job.start_time) line("  started:    " + clock(job.start_time) + " (" + format_duration(now - job.start_time) + " ago)");
     if (job.end_time > now) line("  ends:       " + clock(job.end_time) + " at the latest (in " + format_duration(job.end_time - now) + ")");
     return out;

@@ -15,6 +15,7 @@
 
 #include "core/cluster.h"
 #include "core/directives.h"
+#include "core/preempt.h"
 
 namespace mlsched {
 
@@ -32,6 +33,8 @@ inline constexpr const char* kFreeGpusFragmented = "FreeGpusFragmented";
 inline constexpr const char* kStrictLocality = "StrictLocalityCannotFit";
 inline constexpr const char* kGpuNodesUnavailable = "GpuNodesUnavailable";
 inline constexpr const char* kBehindHigherPriority = "BehindHigherPriorityJobs";
+inline constexpr const char* kTeamFairShareBehind = "TeamFairShareBehind";
+inline constexpr const char* kTeamBeyondQuota = "TeamBeyondQuota";
 inline constexpr const char* kAccountOrQosLimit = "AccountOrQosLimit";
 inline constexpr const char* kPartitionLimit = "PartitionLimit";
 inline constexpr const char* kReservation = "WaitingForReservation";
@@ -97,6 +100,7 @@ struct PendingJob {
   uint32_t priority = 0;               // 0: held
   std::vector<std::string> gpu_types;  // empty: any
   uint32_t gpus = 0;
+  std::string account;                 // its team
 };
 
 // The job asked about, as read from Slurm.
@@ -113,6 +117,26 @@ struct JobFacts {
   std::optional<JobDirectives> directives;
   std::vector<UpstreamJob> upstream;
   std::map<std::string, std::vector<int>> gpus_by_node;  // when running
+  // What the plugins recorded on it (its admin comment) and what `mlsched run` did.
+  std::optional<std::string> borrowing_mark;  // priority/mlsched's "yes"/"no" on a running job
+  PreemptionHistory preemptions;              // preempt/mlsched's record
+  std::string checkpoint_dir;                 // where `mlsched run` keeps its checkpoints by default
+  int64_t last_checkpoint = 0;                // when the latest complete one was marked; 0: none known
+  std::string last_checkpoint_path;           // "" when known only from the job's report
+  bool checkpoint_reported = false;           // last_checkpoint is what `mlsched ckpt done` reported to
+                                              // slurmctld (the job's Comment), not only the directory's record
+  std::string checkpoint_note;                // why the checkpoint is unknown, when it is
+};
+
+// A team as the priority plugin publishes it (sshare's numbers) and the GPUs it
+// holds and is guaranteed (the plugins' Quotas), by lowercase GPU type.
+struct TeamView {
+  bool has_shares = false;     // sshare had a row for it
+  double shares_norm = 0;      // entitlement: its share of the cluster
+  double usage_norm = 0;       // its share of recent (decayed) GPU-time
+  double fairshare = 0;        // 2^(-usage/entitlement): 1 unused, 0.5 at entitlement
+  std::map<std::string, uint32_t> in_use;
+  std::map<std::string, uint32_t> guaranteed;
 };
 
 // The cluster at one moment. `state` is parallel to cluster->nodes().
@@ -122,7 +146,15 @@ struct Snapshot {
   std::vector<RunningJob> running;
   std::vector<PendingJob> pending;
   time_t now = 0;
+  std::map<std::string, TeamView> teams;  // by team (account); empty when unknown
+  // NVLink cliques per node (gres.conf Links=), for showing where a job runs only:
+  // placement above works from `cluster` as the plugins see it.
+  std::map<std::string, std::vector<std::vector<int>>> node_cliques;
 };
+
+// NVLink cliques per node from gres.conf lines with Links= (one line per GPU, in
+// index order, as slurmd reads them). Nodes without Links get none.
+std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_conf(std::string_view text);
 
 // Whether a gang of one GPU type fits the free GPUs of a snapshot within one unit
 // of `scope`, and where.
@@ -158,6 +190,28 @@ struct Blocker {
   uint32_t gpus = 0;    // GPUs it holds in the place the job waits for
 };
 
+// Where a running job's GPUs are, per node, with their NVLink neighbourhood.
+struct PlacedGpus {
+  std::string node;
+  std::vector<int> gpus;
+  std::string nvlink_domain;                 // "" when the node is in none
+  std::string leaf_switch;
+  std::vector<std::vector<int>> cliques;     // the job's GPUs grouped by NVLink clique
+};
+
+// The job's team against its quota and fair share, for the GPU type it uses or wants.
+struct TeamReport {
+  std::string team;
+  std::string gpu_type;         // "" = all types (a job that names none)
+  bool known = false;           // false: no team data (no accounting, or tool could not ask)
+  uint32_t holds = 0;           // GPUs of the type its running jobs hold now
+  uint32_t guaranteed = 0;
+  uint32_t job_gpus = 0;        // this job's GPUs
+  bool job_borrows = false;     // pending: starting it would exceed the guarantee; running: its mark
+  std::string borrowing_from;   // running: "priority/mlsched's mark" or "estimate"
+  TeamView view;
+};
+
 struct WhyReport {
   std::string need;                       // "16 h100 GPUs: 2 nodes x 8, nvlink-domain (strict)"
   std::vector<Finding> findings;
@@ -168,6 +222,9 @@ struct WhyReport {
   time_t model_eta = 0;                   // when those jobs' time limits run out
   int rank = 0, competing = 0;            // rank among pending jobs for the same GPUs
   std::vector<PendingJob> ahead;          // up to 5 of them, highest priority first
+  TeamReport team;
+  std::vector<std::pair<std::string, TeamView>> teams_ahead;  // teams of `ahead`, other than its own
+  std::vector<PlacedGpus> placement;      // running: where its GPUs are
 };
 
 WhyReport explain(const JobFacts& job, const Snapshot& snap);

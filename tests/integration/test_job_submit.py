@@ -179,3 +179,20 @@ def test_directives_cannot_be_changed_after_submission(cluster):
         assert upd.rc == 0, upd
     finally:
         cluster.cancel(job)
+    # Directives given in the comment stay there. The checkpoint report `mlsched ckpt
+    # done` sends (the same comment plus mlsched-checkpoint=<time>) goes through; a
+    # changed directive beside it does not.
+    res, name = cluster.sbatch(ALICE, script(sbatch="--gres=gpu:1 -A vision"), "-H",
+                               "--comment", "mlsched: gpu-type=h100")
+    job = cluster.job_id(res)
+    try:
+        upd = cluster.run(["scontrol", "update", f"jobid={job}",
+                           "comment=mlsched: gpu-type=h100 mlsched-checkpoint=1700000000"], user=ALICE)
+        assert upd.rc == 0, upd
+        assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100 mlsched-checkpoint=1700000000"
+        upd = cluster.run(["scontrol", "update", f"jobid={job}",
+                           "comment=mlsched: gpu-type=a100 mlsched-checkpoint=1700000001"], user=ALICE)
+        assert upd.rc != 0 and "not supported" in upd.err.lower(), upd
+        assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100 mlsched-checkpoint=1700000000"
+    finally:
+        cluster.cancel(job)

@@ -10,14 +10,18 @@ The test appends its settings to the cluster's mlsched.conf (quotas that make nl
 and research borrowers, a short PreemptMinRunTime) and restores the file after;
 every job is cancelled and every file it made is removed.
 """
+import json
 import os
 import re
 import shutil
+import subprocess
 import time
 import uuid
 from pathlib import Path
 
 import pytest
+
+from conftest import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
@@ -25,44 +29,23 @@ TRAINER = REPO / "tests" / "fake-trainer"
 ALICE, BOB, CAROL = "ml-alice", "ml-bob", "ml-carol"   # teams vision, nlp, research
 OTHER_NODES = "gpu[01-12]"                              # h100 and half the a100: left alone
 MIN_RUN_TIME = 2
-
-
-def wait_for(condition, what, timeout=90):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out waiting for {what}")
+# vision may hold 8 a100 GPUs as of right; nlp and research hold none, so all they
+# run on a100 is borrowed.
+SETTINGS = (f"PreemptMinRunTime={MIN_RUN_TIME}", "TeamQuota=vision:a100=8", "TeamQuota=nlp:a100=0",
+            "TeamQuota=research:a100=0")
 
 
 @pytest.fixture
-def preempt_cluster(cluster):
+def preempt_cluster(cluster, mlsched_conf):
     conf_text = (cluster.dir / "etc" / "slurm.conf").read_text().replace(" ", "")
     if "PreemptType=preempt/mlsched" not in conf_text:
         pytest.fail("the test cluster runs without preempt/mlsched (build preempt_mlsched.so into --plugin-dir)")
     if not TOOL.exists():
         pytest.fail(f"{TOOL} is not built (set MLSCHED_BUILD_DIR)")
-    conf = cluster.dir / "etc" / "mlsched.conf"
-    original = conf.read_text()
-    log = cluster.dir / "log" / "slurmctld.log"
-    start = log.stat().st_size
-    # vision may hold 8 a100 GPUs as of right; nlp and research hold none, so all
-    # they run on a100 is borrowed.
-    conf.write_text(original + "\n# test_preempt\n" + "\n".join([
-        f"PreemptMinRunTime={MIN_RUN_TIME}",
-        "TeamQuota=vision:a100=8", "TeamQuota=nlp:a100=0", "TeamQuota=research:a100=0"]) + "\n")
-    wait_for(lambda: re.search(r"preempt/mlsched: loaded \S*mlsched\.conf", log.read_text(errors="replace")[start:]),
-             "preempt/mlsched to load the new mlsched.conf")
-    jobs, files = [], []
-    yield cluster, jobs, files
-    for job in jobs:
-        cluster.cancel(job)
-    conf.write_text(original)
-    if jobs:
-        wait_for(lambda: not cluster.run(["squeue", "-h", "-t", "PD,R,CG", "-j", ",".join(jobs)]).out.strip(),
-                 "the test's jobs to leave the cluster")
+    mlsched_conf.append(*SETTINGS, plugin="preempt/mlsched", tag="test_preempt")
+    files = []
+    yield cluster, mlsched_conf.jobs, files
+    mlsched_conf.restore()  # the jobs are gone after this, so their files can go
     for f in files:
         shutil.rmtree(f, ignore_errors=True) if Path(f).is_dir() else Path(f).unlink(missing_ok=True)
     for user in (ALICE, BOB, CAROL):
@@ -72,20 +55,30 @@ def preempt_cluster(cluster):
             pass
 
 
-def trainer(cluster, jobs, files, user, account, name, interval, preemptible="yes", time_limit="10"):
-    """An 8-GPU a100 fake trainer that declares `interval` seconds between checkpoints."""
+def trainer(cluster, jobs, files, user, account, name, interval, preemptible="yes", time_limit="10",
+            checkpoint_every=0, extra=()):
+    """An 8-GPU a100 fake trainer that declares `interval` seconds between checkpoints
+    (and, with `checkpoint_every`, also checkpoints every that many 0.1 s steps)."""
     script = f"""#!/bin/bash
 #MLSCHED type=training checkpoint-signal=USR1 checkpoint-grace=30 checkpoint-interval={interval} preemptible={preemptible} max-restarts=3
-export MLSCHED_TOOL={TOOL} FAKE_TRAINER_STEP_SECONDS=0.1
+export MLSCHED_TOOL={TOOL} FAKE_TRAINER_STEP_SECONDS=0.1 FAKE_TRAINER_CHECKPOINT_EVERY={checkpoint_every}
 exec {TOOL} run -- {TRAINER}
 """
     out = f"{cluster.workdir(user)}/{name}-{uuid.uuid4().hex[:8]}.out"
     res, _ = cluster.sbatch(user, script, "-A", account, "--gres=gpu:a100:8", "-N1", "-x", OTHER_NODES,
-                            "-t", time_limit, "--open-mode=append", "-o", out, name=name)
+                            "-t", time_limit, "--open-mode=append", "-o", out, *extra, name=name)
     job = cluster.job_id(res)
     jobs.append(job)
     files += [out, f"{cluster.workdir(user)}/mlsched-checkpoints/{job}"]
     return job, Path(out)
+
+
+def why(cluster, job, user=None):
+    res = cluster.run([str(TOOL), "why", str(job)], user=user)
+    assert res.rc == 0, res
+    data = cluster.run([str(TOOL), "why", "--json", str(job)], user=user)
+    assert data.rc == 0, data
+    return res.out, json.loads(data.out)
 
 
 def output(path):
@@ -96,12 +89,33 @@ def restarts(cluster, job):
     return int(cluster.job_field(job, "Restarts"))
 
 
+def epoch(scontrol_time):
+    """Seconds since the epoch of a time as scontrol prints it (local time)."""
+    return int(time.mktime(time.strptime(scontrol_time, "%Y-%m-%dT%H:%M:%S")))
+
+
+def metrics(cluster):
+    """`mlsched metrics` read by a real Prometheus text-format parser: {(name, labels): value}."""
+    try:
+        from prometheus_client.parser import text_string_to_metric_families
+    except ImportError:
+        pytest.fail("python3-prometheus-client is missing: run scripts/install-deps")
+    res = cluster.run([str(TOOL), "metrics"])
+    assert res.rc == 0, res
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for f in text_string_to_metric_families(res.out) for s in f.samples}
+
+
 def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(preempt_cluster):
     cluster, jobs, files = preempt_cluster
-    # Lost work if stopped now (GPU-seconds, 8 GPUs each): b1, b3 ~ 8 x run time;
-    # b2 at most 8 x 2 (declared 2 s between checkpoints); c1 at most 8 x 1, but
-    # research asked not to be preempted.
-    b1, b1_out = trainer(cluster, jobs, files, BOB, "nlp", "b1", 600)
+    # Lost work if stopped now (GPU-seconds, 8 GPUs each): b1 checkpoints every 5
+    # steps (0.5 s) and `mlsched ckpt done` reports each one to slurmctld, so about
+    # 8 x 0.5; b2 reports nothing but declared 2 s between checkpoints: at most 8 x 2;
+    # b3 ~ 8 x its run time; c1 at most 8 x 1, but research asked not to be preempted.
+    # Were b1's reports not counted, b1 (started first) would be the dearest victim
+    # and b2 would be chosen.
+    b1, b1_out = trainer(cluster, jobs, files, BOB, "nlp", "b1", 600, checkpoint_every=5,
+                         extra=("--comment", "nlp sweep 1"))
     b2, b2_out = trainer(cluster, jobs, files, BOB, "nlp", "b2", 2)
     b3, b3_out = trainer(cluster, jobs, files, BOB, "nlp", "b3", 600)
     c1, c1_out = trainer(cluster, jobs, files, CAROL, "research", "c1", 1, preemptible="no")
@@ -110,6 +124,31 @@ def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(pree
     for out in (b1_out, b2_out, b3_out, c1_out):
         wait_for(lambda: "fake-trainer: start at step 0" in output(out), f"{out.name} to start training")
     time.sleep(MIN_RUN_TIME + 1)  # past PreemptMinRunTime, so every borrower may be preempted
+
+    # b1's checkpoints reach its job record: the user's comment is kept and the
+    # report is a time within this run.
+    b1_start = epoch(cluster.job_field(b1, "StartTime"))
+    m = re.fullmatch(r"nlp sweep 1 mlsched-checkpoint=(\d+)", cluster.job_field(b1, "Comment") or "")
+    assert m, cluster.show_job(b1)
+    assert b1_start <= int(m.group(1)) <= time.time() + 1, (b1_start, m.group(1))
+    text, data = why(cluster, b1, user=BOB)
+    assert re.search(r"checkpoint: (step-\d+ )?marked complete at [\d-]+ [\d:]+ \(.* ago\), reported to slurmctld", text), text
+    assert data["last_checkpoint"]["reported"] is True and data["last_checkpoint"]["time"] >= b1_start, data
+
+    # A running borrower as `mlsched why` shows it: where it runs (a100 nodes hold
+    # two 4-GPU NVLink cliques, gpu[13-16] are nvl3 under sw1), priority/mlsched's
+    # borrowing mark (nlp is guaranteed no a100), no checkpoint yet, never preempted.
+    node = cluster.job_field(b3, "NodeList")
+    text, data = why(cluster, b3, user=BOB)
+    assert f"locality:   {node}: nvlink-domain nvl3, switch sw1, GPUs split over NVLink cliques {{0-3}} {{4-7}}" in text, text
+    assert "borrowing:  yes (priority/mlsched's mark): a team within its quota may reclaim its GPUs" in text, text
+    assert "team:       nlp holds 24 a100, guaranteed 0" in text, text
+    assert f"checkpoint: none marked in {cluster.workdir(BOB)}/mlsched-checkpoints/{b3}" in text, text
+    assert "preempted:" not in text, text
+    assert data["borrowing_mark"] == "yes" and data["preemptions"]["times"] == 0, data
+    assert data["last_checkpoint"] is None, data
+    assert data["placement"] == [{"node": node, "gpus": list(range(8)), "nvlink_domain": "nvl3", "switch": "sw1",
+                                  "nvlink_cliques": [[0, 1, 2, 3], [4, 5, 6, 7]]}], data
 
     # research is over its quota (0 a100): its job waits and takes nobody's GPUs,
     # however often the schedulers look at it.
@@ -124,6 +163,9 @@ def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(pree
     assert all(restarts(cluster, job) == 0 for job in (b1, b2, b3, c1))
     cluster.cancel(r1)  # out of the way of what follows
 
+    # What `mlsched metrics` counts before the preemption (earlier tests on this
+    # cluster may have left preempted or requeued jobs within its window).
+    before = metrics(cluster)
     res, _ = cluster.sbatch(ALICE, "#!/bin/bash\n#MLSCHED type=training preemptible=no\nsleep 300\n",
                             "-A", "vision", "--gres=gpu:a100:8", "-N1", "-x", OTHER_NODES, "-t", "10",
                             "-o", "/dev/null")
@@ -132,25 +174,51 @@ def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(pree
 
     # The victim checkpoints on its signal, within its grace, and gives way.
     m = wait_for(lambda: re.search(r"checkpoint at step (\d+) \(signal at ([\d.]+), marked at ([\d.]+)\)",
-                                   output(b2_out)), "b2 to checkpoint on its signal", timeout=60)
+                                   output(b1_out)), "b1 to checkpoint on its signal", timeout=60)
     step, signalled, marked = int(m.group(1)), float(m.group(2)), float(m.group(3))
     assert step > 0
     assert marked - signalled < 30, "checkpoint took longer than its checkpoint-grace"
     cluster.wait_state(a1, {"RUNNING"}, timeout=60)
     started = time.time()
-    assert restarts(cluster, b2) == 1
-    assert cluster.job_field(b2, "JobState") in {"PENDING", "REQUEUED"}
-    # Nobody else was touched: more work at risk (b1, b3) or not preemptible (c1).
+    assert restarts(cluster, b1) == 1
+    assert cluster.job_field(b1, "JobState") in {"PENDING", "REQUEUED"}
+    # Nobody else was touched: more work at risk (b2, b3) or not preemptible (c1).
     assert cluster.job_field(r1, "JobState") == "CANCELLED"
-    for job, out in ((b1, b1_out), (b3, b3_out), (c1, c1_out)):
+    for job, out in ((b2, b2_out), (b3, b3_out), (c1, c1_out)):
         assert cluster.job_field(job, "JobState") == "RUNNING", cluster.show_job(job)
         assert restarts(cluster, job) == 0
         assert "fake-trainer: checkpoint" not in output(out)
-    stopped = int(wait_for(lambda: re.search(r"fake-trainer: stopped at step (\d+)", output(b2_out)),
-                           "b2's trainer to stop").group(1))
+    stopped = int(wait_for(lambda: re.search(r"fake-trainer: stopped at step (\d+)", output(b1_out)),
+                           "b1's trainer to stop").group(1))
+
+    # The preemption is recorded on the victim, beside its directives: in scontrol
+    # (AdminComment, which users cannot change) and in `mlsched why`. The work at risk
+    # counts from b1's last reported checkpoint: less than its run time alone would
+    # have cost, and about b2's 8 GPUs x 2 s at most (b1 was chosen over b2, equal
+    # costs going to the lower job id; it is recorded when Slurm signals the victim,
+    # up to a second after the choice).
+    admin = cluster.job_field(b1, "AdminComment")
+    assert f"preempted=1 " in admin and f"preempted-by={a1} lost-gpu-seconds=" in admin, admin
+    assert admin.startswith("mlsched: type=training") and "checkpoint-interval=600" in admin, admin
+    at = re.search(r"preempted-at=(\S+)", admin).group(1)
+    lost = int(re.search(r"lost-gpu-seconds=(\d+)", admin).group(1))
+    assert lost <= 8 * 3 and lost < 8 * (epoch(at) - b1_start), (lost, at, b1_start, admin)
+    text, data = why(cluster, b1, user=BOB)
+    assert "directives: type=training" in text, text  # still read back whole
+    assert (f"preempted:  1 time, last at {at.replace('T', ' ')}" in text and
+            f"by job {a1}; work lost, estimated: {lost} GPU-seconds in all" in text), text
+    assert data["preemptions"]["times"] == 1 and data["preemptions"]["last_by"] == int(a1), data
+    assert data["preemptions"]["lost_gpu_seconds"] == lost, data
     print(f"\npreemption latency: checkpoint signal -> preemptor seen RUNNING {started - signalled:.1f} s "
           f"(checkpoint marked {marked - signalled:.2f} s after the signal); work lost: {stopped - step} steps "
-          f"of 0.1 s on 8 GPUs = {(stopped - step) * 0.1 * 8:.1f} GPU-seconds")
+          f"of 0.1 s on 8 GPUs = {(stopped - step) * 0.1 * 8:.1f} GPU-seconds; estimated at preemption from "
+          f"its reported checkpoint: {lost} GPU-seconds (run time alone: {8 * (epoch(at) - b1_start)})")
+
+    # Requeued and waiting, b1 borrows nothing: priority/mlsched's mark pass (each
+    # second after a job table change) removes its borrowing mark.
+    wait_for(lambda: cluster.job_field(b1, "JobState") == "PENDING" and
+             "borrowing=" not in (cluster.job_field(b1, "AdminComment") or ""),
+             "b1's borrowing mark to go while it waits", timeout=30)
 
     # When vision's job ends, the victim resumes from its checkpoint, not step 0.
     # Slurm holds a requeued job until its old launch credential expires
@@ -158,12 +226,53 @@ def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(pree
     # that hold to 2 s (a launch in the same second as the revoke would fail with
     # "Job credential revoked").
     cluster.cancel(a1)
-    assert "BeginTime" in (cluster.job_field(b2, "Reason") or ""), cluster.show_job(b2)
-    res = cluster.run(["scontrol", "update", f"JobId={b2}", "StartTime=now+2"])
+    assert "BeginTime" in (cluster.job_field(b1, "Reason") or ""), cluster.show_job(b1)
+    res = cluster.run(["scontrol", "update", f"JobId={b1}", "StartTime=now+2"])
     assert res.rc == 0, res
-    wait_for(lambda: f"fake-trainer: start at step {step} (restart 1" in output(b2_out),
-             "b2 to resume from its checkpoint", timeout=120)
-    assert output(b2_out).count("fake-trainer: start at step 0 ") == 1
+    # From the signal's checkpoint, or a periodic one b1 made after it before it stopped.
+    m = wait_for(lambda: re.search(r"fake-trainer: start at step (\d+) \(restart 1", output(b1_out)),
+                 "b1 to resume from its checkpoint", timeout=120)
+    assert step <= int(m.group(1)) <= stopped, (step, m.group(1), stopped)
+    assert output(b1_out).count("fake-trainer: start at step 0 ") == 1
+    # Running again: `mlsched why` shows its checkpoint and keeps its history.
+    cluster.wait_state(b1, {"RUNNING"})
+    text, data = why(cluster, b1, user=BOB)
+    assert re.search(r"checkpoint: (step-\d+ )?marked complete at", text), text
+    assert data["last_checkpoint"] is not None, data
+    assert "preempted:  1 time" in text, text
+    print(f"\nmlsched why {b1} after it resumed:\n{text}")
+
+    # `mlsched metrics` counts the preemption for nlp, with the work lost that the
+    # mark on b1 records, and not as a requeue for another cause.
+    after = metrics(cluster)
+    nlp = (("team", "nlp"),)
+    assert after[("mlsched_team_preemptions", nlp)] - before[("mlsched_team_preemptions", nlp)] == 1, (before, after)
+    assert (after[("mlsched_team_preemption_lost_gpu_seconds", nlp)] -
+            before[("mlsched_team_preemption_lost_gpu_seconds", nlp)]) == lost, (lost, before, after)
+    assert after[("mlsched_preemptions", ())] - before[("mlsched_preemptions", ())] == 1
+    assert after[("mlsched_team_requeues_other_causes", nlp)] == before[("mlsched_team_requeues_other_causes", nlp)]
+    # In accounting, b1's first run ended REQUEUED (it requeued itself after its
+    # checkpoint); its mark tells the tool that run was a preemption.
+    wait_for(lambda: re.search(rf"(?m)^{b1}\|REQUEUED\|.*preempted-by={a1}", cluster.run(
+        ["sacct", "-X", "-D", "-n", "-P", "-j", b1, "-o", "JobID,State,AdminComment"]).out),
+        "b1's preempted run in accounting", timeout=60, interval=1)
+    after = metrics(cluster)
+    preempted, requeued = (("cause", "preempted"),), (("cause", "requeued"),)
+    assert after[("mlsched_interrupted_runs", preempted)] - before[("mlsched_interrupted_runs", preempted)] == 1
+    assert after[("mlsched_interrupted_runs", requeued)] == before[("mlsched_interrupted_runs", requeued)]
+    print(f"\nmlsched metrics after the preemption: nlp preemptions "
+          f"{after[('mlsched_team_preemptions', nlp)]:.0f}, lost GPU-seconds "
+          f"{after[('mlsched_team_preemption_lost_gpu_seconds', nlp)]:.0f} (b1's mark: {lost})")
+
+
+def test_known_nodes_are_never_reported_unknown_in_nvlink_domains(cluster):
+    # The plugins build their cluster model before slurmctld has read its nodes;
+    # that empty table must not make every NvlinkDomain node look unknown.
+    log = (cluster.dir / "log" / "slurmctld.log").read_text(errors="replace")
+    known = set(cluster.run(["sinfo", "-h", "-N", "-o", "%N"]).out.split())
+    assert known, "sinfo listed no nodes"
+    called_unknown = set(re.findall(r"NvlinkDomain=\S+ names node (\S+), which Slurm does not know", log))
+    assert not called_unknown & known, sorted(called_unknown & known)
 
 
 def test_job_near_its_time_limit_checkpoints_and_continues_in_a_new_allocation(preempt_cluster):
@@ -182,3 +291,123 @@ def test_job_near_its_time_limit_checkpoints_and_continues_in_a_new_allocation(p
     assert res.rc == 0, res
     wait_for(lambda: f"fake-trainer: start at step {step} (restart 1" in output(out),
              "the job to continue from its checkpoint in a new allocation", timeout=60)
+
+
+def test_large_gang_that_waited_too_long_reclaims_borrowed_gpus(preempt_cluster, mlsched_conf):
+    cluster, jobs, files = preempt_cluster
+    # research is guaranteed no a100, so its 16-GPU gang would borrow and, by the
+    # normal rule, preempt nobody. As a large gang (>= 16 GPUs) eligible for 20 s it
+    # may reclaim nlp's borrowed GPUs.
+    # (append() replaces what the fixture appended: its settings come along.)
+    mlsched_conf.append(*SETTINGS, "PreemptForLargeGangGpus=16", "PreemptForLargeGangWait=20",
+                        plugin="preempt/mlsched", tag="test_large_gang")
+    borrowers = [trainer(cluster, jobs, files, BOB, "nlp", f"lg{i}", 2) for i in range(4)]
+    for job, out in borrowers:
+        cluster.wait_state(job, {"RUNNING"})
+        wait_for(lambda: "fake-trainer: start at step 0" in output(out), f"{out.name} to start training")
+    time.sleep(MIN_RUN_TIME + 1)
+    res, _ = cluster.sbatch(CAROL, "#!/bin/bash\n#MLSCHED type=training preemptible=no\nsleep 300\n", "-A", "research",
+                            "--gres=gpu:a100:8", "-N2", "-x", OTHER_NODES, "-t", "10", "-o", "/dev/null")
+    gang = cluster.job_id(res)
+    jobs.append(gang)
+    submitted = time.time()
+    cluster.wait_state(gang, {"RUNNING"}, timeout=120)
+    waited = time.time() - submitted
+    preempted = [job for job, _ in borrowers if restarts(cluster, job) > 0]
+    assert len(preempted) == 2, [(job, restarts(cluster, job)) for job, _ in borrowers]
+    # Not before it had waited PreemptForLargeGangWait: the victims' records say when.
+    eligible = time.mktime(time.strptime(cluster.job_field(gang, "EligibleTime"), "%Y-%m-%dT%H:%M:%S"))
+    for job in preempted:
+        admin = cluster.job_field(job, "AdminComment")
+        assert f"preempted=1 " in admin and f"preempted-by={gang} " in admin, admin
+        at = time.mktime(time.strptime(re.search(r"preempted-at=(\S+)", admin).group(1), "%Y-%m-%dT%H:%M:%S"))
+        assert at - eligible >= 20, (at, eligible, admin)
+    print(f"\nlarge gang {gang} started {waited:.0f} s after submission, reclaiming {','.join(preempted)}")
+
+
+def slurmd_of(cluster, node):
+    """pid, argv and environment of the slurmd that scripts/cluster started for `node`."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+            if argv[:1] == ["slurmd"] and "-N" in argv and argv[argv.index("-N") + 1] == node \
+                    and str(cluster.conf) in argv:
+                env = dict(kv.split("=", 1) for kv in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0") if "=" in kv)
+                return int(pid), argv, env
+        except (OSError, ValueError, IndexError):
+            continue
+    raise AssertionError(f"no slurmd for {node} of {cluster.dir}")
+
+
+def set_slurmd_timeout(cluster, seconds):
+    """Sets SlurmdTimeout in the cluster's slurm.conf and reconfigures; returns the
+    file's previous text (the caller writes it back)."""
+    text = cluster.conf.read_text()
+    lines = [l for l in text.splitlines() if not l.replace(" ", "").startswith("SlurmdTimeout=")]
+    lines.append(f"SlurmdTimeout={seconds}")
+    cluster.conf.write_text("\n".join(lines) + "\n")
+    res = cluster.run(["scontrol", "reconfigure"])
+    assert res.rc == 0, res
+    return text
+
+
+def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_nodes(preempt_cluster):
+    cluster, jobs, files = preempt_cluster
+    every = 20  # steps of 0.1 s between the trainer's own checkpoints: a 2 s interval
+    script = f"""#!/bin/bash
+#MLSCHED type=training checkpoint-signal=USR1 checkpoint-grace=30 checkpoint-interval=2 max-restarts=3
+export MLSCHED_TOOL={TOOL} FAKE_TRAINER_STEP_SECONDS=0.1 FAKE_TRAINER_CHECKPOINT_EVERY={every}
+exec {TOOL} run -- {TRAINER}
+"""
+    out = Path(f"{cluster.workdir(BOB)}/kill-{uuid.uuid4().hex[:8]}.out")
+    res, _ = cluster.sbatch(BOB, script, "-A", "nlp", "--gres=gpu:a100:8", "-N2", "-x", OTHER_NODES, "-t", "10",
+                            "--open-mode=append", "-o", str(out), name="kill")
+    job = cluster.job_id(res)
+    jobs.append(job)
+    files += [str(out), f"{cluster.workdir(BOB)}/mlsched-checkpoints/{job}"]
+    cluster.wait_state(job, {"RUNNING"})
+    wait_for(lambda: f"periodic checkpoint at step {2 * every}" in output(out), "two periodic checkpoints")
+    first_nodes = cluster.run(["scontrol", "show", "hostnames", cluster.job_field(job, "NodeList")]).out.split()
+    victim_node = [n for n in first_nodes if n != cluster.job_field(job, "BatchHost")][0]
+
+    # slurmd of the job's second node dies; slurmctld notices it after SlurmdTimeout
+    # (shortened to 10 s for this test; 300 s by default) and marks the node DOWN.
+    pid, argv, env = slurmd_of(cluster, victim_node)
+    original_conf = set_slurmd_timeout(cluster, 10)
+    try:
+        os.kill(pid, 9)
+        wait_for(lambda: "DOWN" in (cluster.run(["scontrol", "show", "node", victim_node]).out.split("State=")[1].split()[0]),
+                 f"slurmctld to declare {victim_node} down", timeout=90, interval=1)
+        # The job is requeued (it asked for requeue at submission), not failed.
+        wait_for(lambda: restarts(cluster, job) == 1, "the job to be requeued", timeout=60)
+        stopped = max(int(s) for s in re.findall(r"fake-trainer: (?:stopped at|periodic checkpoint at) step (\d+)",
+                                                  output(out)))
+        last_ckpt = max(int(s) for s in re.findall(r"periodic checkpoint at step (\d+)", output(out)))
+        # As in the preemption test: let the requeued job start without waiting for
+        # its old launch credential to expire.
+        res = cluster.run(["scontrol", "update", f"JobId={job}", "StartTime=now+2"])
+        assert res.rc == 0, res
+        m = wait_for(lambda: re.search(r"fake-trainer: start at step (\d+) \(restart 1", output(out)),
+                     "the job to resume in a new allocation", timeout=120)
+        resumed = int(m.group(1))
+        cluster.wait_state(job, {"RUNNING"})
+        new_nodes = cluster.run(["scontrol", "show", "hostnames", cluster.job_field(job, "NodeList")]).out.split()
+        assert victim_node not in new_nodes, (victim_node, new_nodes)
+        assert resumed == last_ckpt, (resumed, last_ckpt)
+        # Work lost: the steps after the last checkpoint, at most one checkpoint interval.
+        assert 0 <= stopped - resumed <= every, (stopped, resumed)
+        print(f"\nslurmd of {victim_node} killed: job {job} requeued, resumed on {','.join(new_nodes)} at step "
+              f"{resumed}; lost {stopped - resumed} steps of 0.1 s on 16 GPUs (interval {every} steps)")
+    finally:
+        cluster.conf.write_text(original_conf)
+        assert cluster.run(["scontrol", "reconfigure"]).rc == 0
+        # Start the node's slurmd again as scripts/cluster does (its own UTS
+        # namespace with host name localhost); ReturnToService=2 puts the node back.
+        log = open(cluster.dir / "log" / f"slurmd-{victim_node}.out", "ab")
+        subprocess.run(["unshare", "--uts", "--", "sh", "-c", 'hostname localhost && exec "$@"', "sh"] + argv,
+                       env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                       start_new_session=True, cwd=str(cluster.dir), timeout=60)
+        log.close()
+        wait_for(lambda: not re.search(r"State=\S*(DOWN|NOT_RESPONDING)",
+                                       cluster.run(["scontrol", "show", "node", victim_node]).out),
+                 f"{victim_node} back in service", timeout=90, interval=1)

@@ -3,17 +3,23 @@ starts first, the borrowing mark on running jobs, a large gang behind a stream o
 small jobs, and GPU-time delivered in proportion to shares. Each test appends its
 priority settings to the cluster's mlsched.conf (mostly PriorityCalcPeriod=1, so a
 pass runs every second) and restores the file after. The gang test takes about
-30 s, the shares test about 3 min.
+30 s, the shares test about 3 min. The last tests cover attained-service levels and
+kill slurmctld (SIGKILL, `scripts/cluster restart-slurmctld --kill`) to check that
+usage resumes from the saved file, or is rebuilt when that file is corrupt or gone
+(about 1 min together).
 
 Jobs are confined to the a100 nodes gpu[13-16] so the rest of the cluster stays
 free for other tests; every job is cancelled at the end.
 """
 import os
 import re
+import subprocess
 import threading
 import time
 
 import pytest
+
+from conftest import REPO, wait_for
 
 CAROL, BOB = "ml-carol", "ml-bob"          # teams research and nlp (1 share each)
 ALICE = "ml-alice"                         # team vision (2 shares)
@@ -27,40 +33,18 @@ def priority_plugin_in_use(cluster):
 
 
 @pytest.fixture
-def priority_conf(cluster):
+def priority_conf(cluster, mlsched_conf):
     """Returns a function that appends settings to mlsched.conf and waits until the
-    plugin has loaded them; the original file comes back afterwards."""
+    plugin has loaded them, and the list where tests put their jobs; the jobs are
+    cancelled and the original file comes back afterwards."""
     if not priority_plugin_in_use(cluster):
         pytest.fail("the test cluster runs without priority/mlsched (build priority_mlsched.so into --plugin-dir)")
-    conf = cluster.dir / "etc" / "mlsched.conf"
-    original = conf.read_text()
-    log = cluster.dir / "log" / "slurmctld.log"
-    jobs = []
 
     def apply(*lines):
-        start = log.stat().st_size
-        conf.write_text(original + "\n# test_priority\n" + "\n".join(lines) + "\n")
-        wait_for(lambda: re.search(r"priority/mlsched: loaded \S*mlsched\.conf", log.read_text(errors="replace")[start:]),
-                 "priority/mlsched to load the new mlsched.conf")
-        return jobs
+        mlsched_conf.append(*lines, plugin="priority/mlsched", tag="test_priority")
+        return mlsched_conf.jobs
 
-    yield apply
-    for job in jobs:
-        cluster.cancel(job)
-    conf.write_text(original)
-    if jobs:
-        wait_for(lambda: not cluster.run(["squeue", "-h", "-t", "PD,R,CG", "-j", ",".join(jobs)]).out.strip(),
-                 "the test's jobs to leave the cluster")
-
-
-def wait_for(condition, what, timeout=60):
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.3)
-    raise AssertionError(f"timed out waiting for {what}")
+    return apply
 
 
 def submit(cluster, jobs, user, account, *args, seconds=300):
@@ -469,3 +453,165 @@ def test_stock_multifactor_on_the_same_shape(stock_cluster):
             stock_cluster.cancel(job)
         conf.write_text(original)
         stock_cluster.run(["scontrol", "reconfigure"])
+
+
+def run_seconds(cluster, job):
+    """The job's RunTime as `scontrol show job` shows it ([D-]HH:MM:SS), in seconds."""
+    text = cluster.job_field(job, "RunTime") or "0:0:0"
+    days, _, hms = text.rpartition("-")
+    h, m, s = (int(x) for x in hms.split(":"))
+    return (int(days) if days else 0) * 86400 + h * 3600 + m * 60 + s
+
+
+def pending_order(cluster, jobs):
+    """Job ids of `jobs` that are pending, highest priority first, as `squeue` lists
+    them sorted by priority."""
+    res = cluster.run(["squeue", "-h", "-t", "PD", "-j", ",".join(jobs), "--sort=-p,i", "-o", "%i"])
+    assert res.rc == 0, res
+    return res.out.split()
+
+
+def test_attained_service_ranks_a_team_s_fresh_job_above_one_that_ran(cluster, priority_conf):
+    # research's jobs get attained-service levels: below 20 GPU-seconds attained is
+    # level 0, above it level 1, 5000 below. PriorityMaxAge=60 makes age count
+    # within the test, so without levels the job that has waited longer ranks first.
+    attained = ("AttainedService=team:research", "AttainedServiceThresholds=20",
+                "PriorityWeightAttainedService=5000", "AttainedServicePromoteAfter=10m")
+    jobs = priority_conf("PriorityCalcPeriod=1", "PriorityMaxAge=60", *attained)
+    first_submit = time.time()
+    ran = submit(cluster, jobs, CAROL, "research", "-w", "gpu13", "--gres=gpu:a100:8")
+    cluster.wait_state(ran, ["RUNNING"])
+    wait_for(lambda: run_seconds(cluster, ran) >= 4, "the first job to run 4 s (32 GPU-seconds)")
+    # Requeued (as a preemption would): it waits again, its run recorded.
+    assert cluster.run(["scontrol", "requeue", ran]).rc == 0
+    admin = wait_for(lambda: (lambda a: a if a and "attained-gpu-seconds=" in a else None)(
+        cluster.job_field(ran, "AdminComment")), "the requeued job's attained GPU-time mark")
+    attained_gpu_seconds = int(re.search(r"attained-gpu-seconds=(\d+)", admin).group(1))
+    assert attained_gpu_seconds >= 32, admin
+    # nlp takes the node, so both research jobs below wait for it.
+    blocker = submit(cluster, jobs, BOB, "nlp", "-w", "gpu13", "--gres=gpu:a100:8")
+    cluster.wait_state(blocker, ["RUNNING"])
+    # Slurm holds a requeued batch job back (BeginTime) for its old credential to
+    # expire; let it compete now.
+    assert cluster.run(["scontrol", "update", f"jobid={ran}", "StartTime=now"]).rc == 0
+    time.sleep(1)
+    fresh = submit(cluster, jobs, CAROL, "research", "-w", "gpu13", "--gres=gpu:a100:8")
+
+    # Both priced by a pass (at submission a job's wait is 0): the requeued job has
+    # waited longer, and SITE shows its attained-service term (training's 1000 - 5000).
+    def priced():
+        r, f = sprio(cluster, ran), sprio(cluster, fresh)
+        return (r, f) if r and f and r["SITE"] == 1000 - 5000 and f["SITE"] == 1000 and r["AGE"] > f["AGE"] > 0 \
+            else None
+    r, f = wait_for(priced, "sprio to show the attained-service term in SITE")
+    # The fresh job ranks first although the other has waited longer: the requeue
+    # kept its age, counted from its first submission (PriorityWeightAge 1000 per 60 s;
+    # sprio's numbers are from the last pass, at most a couple of seconds old).
+    assert r["AGE"] >= 1000 * (time.time() - first_submit - 3) / 60, (r, time.time() - first_submit)
+    assert f["PRIORITY"] > r["PRIORITY"], (r, f)
+    assert pending_order(cluster, [ran, fresh]) == [fresh, ran]
+    print(f"attained {attained_gpu_seconds} GPU-s: requeued job {r}, fresh job {f}")
+
+    # Attained service off: the same two jobs, the older first again.
+    priority_conf("PriorityCalcPeriod=1", "PriorityMaxAge=60")
+    r, f = wait_for(lambda: (lambda r, f: (r, f) if r and f and r["SITE"] == 1000 else None)(
+        sprio(cluster, ran), sprio(cluster, fresh)), "the attained-service term to go")
+    assert r["PRIORITY"] > f["PRIORITY"], (r, f)
+    assert pending_order(cluster, [ran, fresh]) == [ran, fresh]
+
+
+def restart_slurmctld(cluster):
+    """SIGKILL slurmctld, as a crash, and start it again on its saved state; the
+    slurmds and their jobs keep running."""
+    res = subprocess.run([str(REPO / "scripts" / "cluster"), "restart-slurmctld", "--kill", "--dir", str(cluster.dir)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    wait_for(lambda: cluster.run(["scontrol", "ping"]).rc == 0, "slurmctld to answer again")
+
+
+def wait_jobs_saved(cluster, since):
+    """Waits until slurmctld has saved its job table after `since`: a job it had not
+    saved yet is gone after a SIGKILL (Slurm's own state, not ours)."""
+    job_state = cluster.dir / "state" / "job_state"
+    wait_for(lambda: job_state.exists() and job_state.stat().st_mtime > since + 1, "slurmctld to save its jobs")
+
+
+def sacct_gpu_seconds(cluster, jobs):
+    """job id -> GPUs x elapsed seconds, from sacct, once every job has ended there."""
+    res = cluster.run(["sacct", "-X", "-n", "-P", "-j", ",".join(jobs), "-o", "JobID,State,ElapsedRaw,AllocTRES",
+                       "--starttime", "now-1hour"])
+    assert res.rc == 0, res
+    out = {}
+    for line in res.out.strip().splitlines():
+        job, state, elapsed, tres = line.split("|")
+        if state in ("RUNNING", "PENDING", "REQUEUED") or not elapsed:
+            return None
+        gpus = re.search(r"gres/gpu=(\d+)", tres)
+        out[job] = int(elapsed) * (int(gpus.group(1)) if gpus else 0)
+    return out if set(out) == set(jobs) else None
+
+
+def test_usage_resumes_after_slurmctld_is_killed_mid_run(cluster, priority_conf, mlsched_conf):
+    jobs = priority_conf("PriorityCalcPeriod=1")
+    applied = time.time()
+    wait_for(lambda: decayed_through(cluster) > applied + 1, "a priority pass under the test's settings")
+    wait_for(lambda: not charging(cluster, "research"), "research's earlier jobs to be settled")
+    charged_before = saved_state(cluster).get("research", (0.0, 0.0))[1]
+    ours = [submit(cluster, jobs, CAROL, "research", "-w", "gpu13", "--gres=gpu:a100:8", seconds=25),
+            submit(cluster, jobs, CAROL, "research", "-w", "gpu14", "--gres=gpu:a100:4", seconds=35)]
+    for job in ours:
+        cluster.wait_state(job, ["RUNNING"])
+    wait_jobs_saved(cluster, time.time())
+    # Killed once the saved usage holds both jobs, a few seconds into their runs.
+    wait_for(lambda: len(charging(cluster, "research")) == 2 and run_seconds(cluster, ours[0]) >= 6,
+             "the saved usage to charge both running jobs")
+    start = mlsched_conf.log_offset()
+    restart_slurmctld(cluster)
+    log = mlsched_conf.wait_log(r"priority/mlsched: resumed usage of \d+ teams and \d+ running jobs", start,
+                                "priority/mlsched to resume the saved usage")
+    assert int(re.search(r"resumed usage of \d+ teams and (\d+) running jobs", log).group(1)) >= 2, log
+    for job in ours:
+        cluster.wait_state(job, ["COMPLETED"], timeout=120)
+    wait_for(lambda: not charging(cluster, "research"), "the two jobs to be settled")
+    charged = saved_state(cluster)["research"][1] - charged_before
+    acct = wait_for(lambda: sacct_gpu_seconds(cluster, ours), "sacct to record both jobs' ends")
+    print(f"charged {charged:.0f} GPU-s across the crash; sacct {sum(acct.values())} GPU-s {acct}")
+    assert charged == pytest.approx(sum(acct.values()), rel=0.01)
+
+
+def test_slurmctld_starts_on_a_corrupt_or_missing_usage_file(cluster, priority_conf, mlsched_conf):
+    job = submit(cluster, mlsched_conf.jobs, CAROL, "research", "-w", "gpu13", "--gres=gpu:a100:2")
+    cluster.wait_state(job, ["RUNNING"])
+    wait_jobs_saved(cluster, time.time())
+    # A long period: the pass that follows this change charges the running job and
+    # saves; nothing rewrites the file after that before the restarts below.
+    path = cluster.dir / "state" / STATE_FILE
+    changed = time.time()
+    priority_conf("PriorityCalcPeriod=10m")
+    wait_for(lambda: path.stat().st_mtime > changed and charging(cluster, "research"),
+             "the pass after the change to save usage charging the running job")
+    aside = path.with_name(STATE_FILE + ".corrupt")
+    if aside.exists():
+        aside.unlink()
+    for damage in ("corrupt", "missing"):
+        if damage == "corrupt":
+            path.write_bytes(b"mlsched-priority-state 1\nteam research 12\x00\xff garbage\n")
+        else:
+            path.unlink()
+        start = mlsched_conf.log_offset()
+        restart_slurmctld(cluster)
+        log = mlsched_conf.wait_log(r"rebuilt usage from the job table", start, "the usage to be rebuilt")
+        if damage == "corrupt":
+            assert re.search(r"priority/mlsched: WARNING: saved usage in \S+ is corrupt \(line 2: bad team line\); "
+                             r"kept it as \S+\.corrupt", log), log
+            assert aside.read_bytes().startswith(b"mlsched-priority-state 1\nteam research 12\x00")
+        else:
+            assert re.search(r"priority/mlsched: WARNING: saved usage \S+: no such file; rebuilding", log), log
+        m = re.search(r"rebuilt usage from the job table: (\d+) running jobs charged from their start", log)
+        assert m and int(m.group(1)) >= 1, log
+        # slurmctld answers, and the running job is charged again, from its start.
+        assert cluster.job_field(job, "JobState") == "RUNNING"
+        wait_for(lambda: path.exists() and path.read_text().endswith("end\n") and charging(cluster, "research"),
+                 "a whole usage file again")
+        rows = sshare(cluster)
+        assert float(rows[("research", "")]["RawUsage"]) > 0, rows[("research", "")]

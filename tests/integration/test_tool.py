@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SLURM_CONF
+from conftest import REPO, SLURM_CONF, wait_for
 
 ALICE = "ml-alice"   # team vision
 BOB = "ml-bob"       # team nlp
@@ -212,6 +212,64 @@ def test_priority_behind_named_jobs(cluster, jobs):
     assert "NotEnoughFreeGpus" not in res.out and "FreeGpusFragmented" in res.out, res
     data = json.loads(mlsched(cluster, "why", "--json", behind).out)
     assert data["rank"] == 2 and data["ahead"] == [int(ahead)], data
+
+
+def sshare_teams(cluster):
+    """{team: (NormShares, EffectvUsage)} from sshare's team (account) rows."""
+    res = cluster.run(["sshare", "-n", "-P", "-o", "Account,User,NormShares,EffectvUsage"])
+    assert res.rc == 0, res
+    rows = {}
+    for line in res.out.splitlines():
+        account, user, norm, usage = line.split("|")
+        if not user.strip() and account.strip() not in ("", "root"):
+            rows[account.strip()] = (float(norm), float(usage))
+    return rows
+
+
+def test_quota_and_fair_share_behind_another_team(cluster, mlsched_conf):
+    # vision is guaranteed 8 a100, nlp none. nlp's jobs hold one a100 on every a100
+    # node (not preemptible: no directives), so a whole-node a100 job waits; vision's
+    # comes first (within its quota), nlp's would borrow.
+    mlsched_conf.append("TeamQuota=vision:a100=8", "TeamQuota=nlp:a100=0", plugin="priority/mlsched",
+                        tag="test_quota_and_fair_share")
+    jobs = mlsched_conf.jobs
+    fill(cluster, jobs, A100_NODES, 1, "a100")
+    ahead, ahead_name = submit(cluster, jobs, ALICE, "-N1", "--gres=gpu:a100:8")
+    behind, _ = submit(cluster, jobs, BOB, "-N1", "--gres=gpu:a100:8", account="nlp")
+    prio = lambda j: int(cluster.job_field(j, "Priority"))
+    wait_for(lambda: prio(ahead) > prio(behind) > 0, "vision's job to be priced above nlp's", timeout=30)
+    res = mlsched(cluster, "why", behind, user=BOB)
+    assert res.rc == 0, res
+    out = res.out
+    # Reasons are listed in a column as wide as the longest name.
+    assert re.search(r"BehindHigherPriorityJobs +1 pending job\(s\) for the same GPUs come first: "
+                     + re.escape(f"{ahead_name} {ahead}"), out), res
+    assert re.search(r"TeamBeyondQuota +team nlp holds 8 a100 of the 0 it is guaranteed; this job's 8 would be "
+                     r"borrowed: no quota priority, and preemptible by a team within its quota", out), res
+    data = json.loads(mlsched(cluster, "why", "--json", behind).out)
+    team = data["team"]
+    assert (team["team"], team["gpu_type"], team["holds"], team["guaranteed"], team["job_borrows"]) == \
+        ("nlp", "a100", 8, 0, True), data
+    assert [t["team"] for t in data["teams_ahead"]] == ["vision"], data
+    # Usage and entitlement are sshare's numbers (usage moves with each priority
+    # pass, hence the tolerance).
+    shares = sshare_teams(cluster)
+    vision = data["teams_ahead"][0]
+    assert abs(team["share"] - shares["nlp"][0]) < 1e-4 and abs(vision["share"] - shares["vision"][0]) < 1e-4, (data, shares)
+    assert abs(team["usage_share"] - shares["nlp"][1]) < 0.02, (data, shares)
+    assert abs(vision["usage_share"] - shares["vision"][1]) < 0.02, (data, shares)
+    assert re.search(r"team:       nlp holds 8 a100, guaranteed 0; has had [\d.]+% of recent GPU-time for a "
+                     + re.escape(f"{shares['nlp'][0] * 100:.1f}% entitlement (fair-share factor"), out), res
+    # Fair share is named as a reason exactly when vision stands better than nlp.
+    fair = [r["message"] for r in data["reasons"] if r["reason"] == "TeamFairShareBehind"]
+    if vision["fairshare"] > team["fairshare"]:
+        assert fair and "ahead: vision has had" in fair[0], data
+    else:
+        assert not fair, data
+    # vision's own job is within its quota: no quota reason there.
+    data = json.loads(mlsched(cluster, "why", "--json", ahead).out)
+    assert data["team"]["guaranteed"] == 8 and data["team"]["job_borrows"] is False, data
+    assert "TeamBeyondQuota" not in [r["reason"] for r in data["reasons"]], data
 
 
 def scheduling_cycle(cluster):
@@ -448,6 +506,15 @@ def test_top_shows_team_gpus_and_drained_node(cluster, jobs):
         cluster.run(["scontrol", "update", f"nodename={drained}", "state=resume"])
 
 
+def preempted_within(start, end, admin_comment):
+    m = re.search(r"preempted-at=(\S+)", admin_comment)
+    if not m or start in ("", "Unknown", "None"):
+        return False
+    t = time.mktime(time.strptime(m.group(1), "%Y-%m-%dT%H:%M:%S"))
+    return time.mktime(time.strptime(start, "%Y-%m-%dT%H:%M:%S")) <= t and (
+        end in ("", "Unknown", "None") or t <= time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S")))
+
+
 def test_metrics_count_requeues_as_scontrol_does(cluster, jobs):
     job, _ = submit(cluster, jobs, BOB, "-N1", "--gres=gpu:a100:1", account="nlp")
     cluster.wait_state(job, {"RUNNING"})
@@ -466,14 +533,19 @@ def test_metrics_count_requeues_as_scontrol_does(cluster, jobs):
             if m.group(1) in ("PENDING", "RUNNING", "SUSPENDED")]
     assert value(fams, "mlsched_job_restarts") == sum(live) >= 1
     assert value(fams, "mlsched_jobs_restarted") == sum(1 for r in live if r)
+    # Not a preemption: a requeue for another cause, for nlp.
+    assert value(fams, "mlsched_team_requeues_other_causes", team="nlp") >= 1
 
     # Interrupted runs from accounting, as sacct lists them (one record per run).
     deadline = time.time() + 30
     while time.time() < deadline:
         fams = parse_metrics(mlsched(cluster, "metrics").out)
         sacct = cluster.run(["sacct", "-X", "-D", "-a", "-n", "-P", "-S", "now-1days", "-E", "now",
-                             "-o", "JobID,State,ElapsedRaw,AllocTRES"]).out
-        requeued = [l.split("|") for l in sacct.splitlines() if l.split("|")[1] == "REQUEUED"]
+                             "-o", "JobID,State,ElapsedRaw,AllocTRES,Start,End,AdminComment"]).out
+        # A run preempt/mlsched preempted (its mark's preempted-at within the run)
+        # counts as preempted, not requeued.
+        requeued = [l.split("|") for l in sacct.splitlines() if l.split("|")[1] == "REQUEUED"
+                    and not preempted_within(*l.split("|")[4:7])]
         if any(r[0] == job for r in requeued):
             break
         time.sleep(1)  # the first run's record reaches slurmdbd asynchronously

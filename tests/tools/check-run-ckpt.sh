@@ -54,6 +54,15 @@ expect "stale copy cannot start" 1 "is stale and must not train" \
 expect "stale copy cannot mark" 1 "refused: a newer run of this job (restart 1)" \
   env MLSCHED_CHECKPOINT_DIR="$ck" MLSCHED_RESTART_COUNT=0 "$tool" ckpt done "step-$step"
 expect "current run marks" 0 "" env MLSCHED_CHECKPOINT_DIR="$ck" MLSCHED_RESTART_COUNT=1 "$tool" ckpt done "step-$step"
+# Inside a job the mark is also reported to slurmctld. When that fails (here libslurm
+# cannot even read its configuration) the checkpoint still counts: warning, exit 0.
+: > "$work/empty-slurm.conf"
+echo "$step" > "$ck/step-reported"
+expect "a failed report does not fail the checkpoint" 0 "checkpoint marked, but not reported to slurmctld" \
+  env SLURM_JOB_ID=4242 SLURM_CONF="$work/empty-slurm.conf" MLSCHED_CHECKPOINT_DIR="$ck" MLSCHED_RESTART_COUNT=1 \
+  "$tool" ckpt done step-reported
+grep -q "restart=1 .*path=step-reported$" "$ck/LATEST" && ok "a checkpoint whose report failed is marked" ||
+  bad "LATEST after a failed report: $(cat "$ck/LATEST")"
 
 # Usage errors (exit 2) and problems (exit 1), each naming the fix.
 expect "run needs a command" 2 "no command to run after --" "$tool" run --checkpoint-dir "$ck"

@@ -3,6 +3,7 @@
 // stale copy of the job (lower restart count) can neither start nor mark.
 #include <cstdlib>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include <sys/stat.h>
@@ -131,6 +132,63 @@ START_TEST(vanished_or_unreadable_record_starts_from_scratch_with_a_note) {
 }
 END_TEST
 
+// Compares whole strings (the result of a call may be a temporary).
+void same_text(const std::string& got, const std::string& want) {
+  ck_assert_msg(got == want, "got \"%s\", want \"%s\"", got.c_str(), want.c_str());
+}
+
+START_TEST(report_replaces_only_its_own_word_in_the_comment) {
+  // Nothing there yet, a user's note, and an srun's directives: the rest is kept.
+  same_text(with_checkpoint_report("", 1700000100), "mlsched-checkpoint=1700000100");
+  same_text(with_checkpoint_report("sweep 7 of 20", 5), "sweep 7 of 20 mlsched-checkpoint=5");
+  const std::string once = with_checkpoint_report("mlsched: gpu-type=h100  lr=3e-4", 5);
+  same_text(once, "mlsched: gpu-type=h100  lr=3e-4 mlsched-checkpoint=5");
+  same_text(with_checkpoint_report(once, 6), "mlsched: gpu-type=h100  lr=3e-4 mlsched-checkpoint=6");
+  // A report in the middle (the user appended after it) is moved, not duplicated.
+  same_text(with_checkpoint_report("a mlsched-checkpoint=5 b", 9), "a b mlsched-checkpoint=9");
+  same_text(with_checkpoint_report("mlsched-checkpoint=5 b", 9), "b mlsched-checkpoint=9");
+  // Only whole words count: a longer key or a mention inside a word is the user's.
+  same_text(with_checkpoint_report("xmlsched-checkpoint=1 mlsched-checkpoints=2", 3),
+            "xmlsched-checkpoint=1 mlsched-checkpoints=2 mlsched-checkpoint=3");
+
+  // What job_submit/mlsched compares: the user's text exactly, trailing space included.
+  for (const std::string c : {"", "note", "note ", " two  spaces ", "mlsched: type=training", "a\tb"}) {
+    same_text(without_checkpoint_report(with_checkpoint_report(c, 42)), c);
+    same_text(without_checkpoint_report(with_checkpoint_report(with_checkpoint_report(c, 1), 2)), c);
+  }
+  same_text(without_checkpoint_report("mlsched-checkpoint=1"), "");
+  same_text(without_checkpoint_report("x mlsched-checkpoint=1 mlsched-checkpoint=2 y"), "x y");
+
+  // Reading it back: the last report word; garbage is no report.
+  ck_assert(checkpoint_report("note mlsched-checkpoint=1700000100") == std::optional<int64_t>(1700000100));
+  ck_assert(checkpoint_report("mlsched-checkpoint=1 mlsched-checkpoint=2") == std::optional<int64_t>(2));
+  ck_assert(!checkpoint_report(""));
+  ck_assert(!checkpoint_report("note"));
+  ck_assert(!checkpoint_report("mlsched-checkpoint="));
+  ck_assert(!checkpoint_report("mlsched-checkpoint=-5"));
+  ck_assert(!checkpoint_report("mlsched-checkpoint=12x"));
+  ck_assert(!checkpoint_report("mlsched-checkpoint=99999999999999999999999"));
+}
+END_TEST
+
+START_TEST(report_is_believed_only_within_the_current_run) {
+  const int64_t start = 1700000000, now = start + 600;
+  // Within [start, now]: taken as is.
+  ck_assert(trusted_checkpoint_time(start + 100, start, now) == std::optional<int64_t>(start + 100));
+  ck_assert(trusted_checkpoint_time(start, start, now) == std::optional<int64_t>(start));
+  ck_assert(trusted_checkpoint_time(now, start, now) == std::optional<int64_t>(now));
+  // Before this run's start: an earlier allocation's (the Comment survives a
+  // requeue) or false. Ignored.
+  ck_assert(!trusted_checkpoint_time(start - 1, start, now));
+  ck_assert(!trusted_checkpoint_time(0, start, now));
+  // In the future: no fresher than now.
+  ck_assert(trusted_checkpoint_time(now + 86400, start, now) == std::optional<int64_t>(now));
+  // No report, or a job that has not started.
+  ck_assert(!trusted_checkpoint_time(std::nullopt, start, now));
+  ck_assert(!trusted_checkpoint_time(start + 100, 0, now));
+}
+END_TEST
+
 Suite* checkpoint_suite() {
   Suite* s = suite_create("checkpoint");
   TCase* tc = tcase_create("records");
@@ -140,6 +198,8 @@ Suite* checkpoint_suite() {
   tcase_add_test(tc, stale_copy_can_neither_start_nor_mark);
   tcase_add_test(tc, record_of_newer_run_is_never_replaced_by_older);
   tcase_add_test(tc, vanished_or_unreadable_record_starts_from_scratch_with_a_note);
+  tcase_add_test(tc, report_replaces_only_its_own_word_in_the_comment);
+  tcase_add_test(tc, report_is_believed_only_within_the_current_run);
   suite_add_tcase(s, tc);
   return s;
 }

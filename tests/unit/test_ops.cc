@@ -250,6 +250,71 @@ START_TEST(interrupted_runs_only_when_accounting_was_read) {
 }
 END_TEST
 
+START_TEST(preemptions_counted_per_team_apart_from_other_requeues) {
+  Scene sc;
+  sc.snap.teams = {{"vision", 2, 0.5, 0, 0, 1}, {"nlp", 1, 0.25, 1, 5000, 0.0625}};
+  // nlp: one job preempted twice (and once requeued at its time limit), one
+  // preempted once; vision: requeued after a node failure, never preempted.
+  sc.snap.preemptions = {{11, "nlp", 3, 2, 100}, {12, "nlp", 1, 1, 28}, {13, "vision", 1, 0, 0}};
+  const OpsSummary s = summarize(sc.snap);
+  ck_assert_uint_eq(s.preemptions.at("nlp").preemptions, 3);
+  ck_assert_uint_eq(s.preemptions.at("nlp").jobs_preempted, 2);
+  ck_assert(s.preemptions.at("nlp").lost_gpu_seconds == 128);
+  ck_assert_uint_eq(s.preemptions.at("nlp").other_requeues, 1);
+  ck_assert_uint_eq(s.preemptions.at("vision").preemptions, 0);
+  ck_assert_uint_eq(s.preemptions.at("vision").other_requeues, 1);
+  ck_assert_uint_eq(s.preemptions_total.preemptions, 3);
+  ck_assert_uint_eq(s.preemptions_total.other_requeues, 2);
+  ck_assert(s.preemptions_total.lost_gpu_seconds == 128);
+  const std::string text = format_metrics(s);
+  ck_assert(has_line(text, "# TYPE mlsched_preemptions gauge"));
+  ck_assert(has_line(text, "mlsched_preemptions 3"));
+  ck_assert(has_line(text, "mlsched_preemption_lost_gpu_seconds 128"));
+  ck_assert(has_line(text, "mlsched_requeues_other_causes 2"));
+  ck_assert(has_line(text, "mlsched_team_preemptions{team=\"nlp\"} 3"));
+  ck_assert(has_line(text, "mlsched_team_preemptions{team=\"vision\"} 0"));
+  ck_assert(has_line(text, "mlsched_team_preemption_lost_gpu_seconds{team=\"nlp\"} 128"));
+  ck_assert(has_line(text, "mlsched_team_requeues_other_causes{team=\"vision\"} 1"));
+  ck_assert(contains(text, "ended within MinJobAge"));
+  const std::string top = format_top(s, false);
+  ck_assert_contains(top, "preemptions: 3 of 2 jobs, 0.0 GPU-hours lost (estimated at each); 2 requeues for other causes\n");
+  ck_assert_contains(top, "  nlp             3 preempted      0.0 GPU-hours lost    1 other requeues\n");
+  ck_assert_contains(top, "  vision          0 preempted      0.0 GPU-hours lost    1 other requeues\n");
+
+  // Nothing preempted: every team is still there, at zero.
+  sc.snap.preemptions.clear();
+  const std::string none = format_metrics(summarize(sc.snap));
+  ck_assert(has_line(none, "mlsched_preemptions 0"));
+  ck_assert(has_line(none, "mlsched_team_preemptions{team=\"nlp\"} 0"));
+}
+END_TEST
+
+START_TEST(job_table_marks_win_over_accounting_and_runs_are_told_apart) {
+  // Accounting holds two runs of job 11 (its marks grow) and job 14 the controller
+  // no longer holds; the controller's record of 11 is the newest.
+  const auto merged = merge_job_preemptions({{11, "nlp", 2, 2, 90}},
+                                            {{11, "nlp", 0, 0, 0}, {11, "nlp", 1, 1, 40}, {14, "research", 1, 1, 8}});
+  ck_assert_uint_eq(merged.size(), 2);
+  ck_assert_uint_eq(merged[0].job_id, 11);
+  ck_assert_uint_eq(merged[0].preempted, 2);
+  ck_assert(merged[0].lost_gpu_seconds == 90);
+  ck_assert_uint_eq(merged[1].job_id, 14);
+  ck_assert_str_eq(merged[1].team.c_str(), "research");
+  const auto acct_only = merge_job_preemptions({}, {{11, "nlp", 1, 1, 40}, {11, "nlp", 2, 2, 90}});
+  ck_assert_uint_eq(acct_only.size(), 1);
+  ck_assert_uint_eq(acct_only[0].preempted, 2);
+  ck_assert_uint_eq(acct_only[0].restarts, 2);
+
+  // A requeued run was a preemption when the last one recorded fell within it.
+  ck_assert(run_ended_by_preemption(1005, 1000, 1010));
+  ck_assert(run_ended_by_preemption(1000, 1000, 1000));
+  ck_assert(!run_ended_by_preemption(0, 1000, 1010));      // never preempted
+  ck_assert(!run_ended_by_preemption(900, 1000, 1010));    // an earlier run's preemption
+  ck_assert(!run_ended_by_preemption(1011, 1000, 1010));
+  ck_assert(run_ended_by_preemption(1011, 1000, 0));       // end not recorded yet
+}
+END_TEST
+
 Suite* ops_suite() {
   Suite* s = suite_create("ops");
   TCase* tc = tcase_create("ops");
@@ -261,6 +326,8 @@ Suite* ops_suite() {
   tcase_add_test(tc, metrics_text_is_complete_and_ordered);
   tcase_add_test(tc, top_screen_shows_teams_map_and_drained_nodes);
   tcase_add_test(tc, interrupted_runs_only_when_accounting_was_read);
+  tcase_add_test(tc, preemptions_counted_per_team_apart_from_other_requeues);
+  tcase_add_test(tc, job_table_marks_win_over_accounting_and_runs_are_told_apart);
   suite_add_tcase(s, tc);
   return s;
 }

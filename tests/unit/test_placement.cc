@@ -107,6 +107,37 @@ START_TEST(small_jobs_pack_onto_partly_used_nodes) {
 }
 END_TEST
 
+START_TEST(small_jobs_take_a_whole_free_clique_over_a_tighter_scattered_node) {
+  // Two a100 nodes with two 4-GPU NVLink cliques each. gpu21 has exactly 4 free
+  // GPUs, but scattered over both cliques; gpu22 has 5 free, 4 of them one whole
+  // clique. Packing alone would pick gpu21 and split the job's NVLink traffic.
+  Cluster c;
+  for (const char* name : {"gpu21", "gpu22"}) {
+    GpuNode n;
+    n.name = name;
+    n.gpu_type = "a100";
+    n.gpus = 8;
+    n.nvlink_cliques = {{0, 1, 2, 3}, {4, 5, 6, 7}};
+    c.add_node(n);
+  }
+  ClusterState s = idle_state(c);
+  for (int g : {0, 4, 6, 7}) s[0].gpu_busy[g] = true;  // gpu21 free: 1 2 3 | 5
+  for (int g : {4, 5, 6}) s[1].gpu_busy[g] = true;     // gpu22 free: 0 1 2 3 | 7
+  PlacementPlan p = plan_placement(c, s, all_eligible(c), gang(1, 4, {"a100"}, Locality::any));
+  ck_assert(!p.candidates.empty());
+  ck_assert_string_eq(names(c, p.candidates[0].nodes)[0], "gpu22");
+  ck_assert_int_eq(p.candidates[0].split_cliques, 0);
+  // A 2-GPU job fits in one clique on both: packing decides again (gpu21 is fuller).
+  p = plan_placement(c, s, all_eligible(c), gang(1, 2, {"a100"}, Locality::any));
+  ck_assert_string_eq(names(c, p.candidates[0].nodes)[0], "gpu21");
+  // When no node can keep it whole, the scattered node is still used.
+  for (int g : {0}) s[1].gpu_busy[g] = true;  // gpu22 free: 1 2 3 | 7
+  p = plan_placement(c, s, all_eligible(c), gang(1, 4, {"a100"}, Locality::any));
+  ck_assert(!p.candidates.empty());
+  ck_assert_int_eq(p.candidates[0].split_cliques, 1);
+}
+END_TEST
+
 START_TEST(eligibility_and_node_state_are_respected) {
   Cluster c = fixture_cluster();
   ClusterState s = idle_state(c);
@@ -240,6 +271,7 @@ Suite* placement_suite() {
   tcase_add_test(tc, strict_waits_with_numbers_prefer_spreads);
   tcase_add_test(tc, type_list_takes_second_type_when_first_is_full);
   tcase_add_test(tc, small_jobs_pack_onto_partly_used_nodes);
+  tcase_add_test(tc, small_jobs_take_a_whole_free_clique_over_a_tighter_scattered_node);
   tcase_add_test(tc, eligibility_and_node_state_are_respected);
   tcase_add_test(tc, large_gangs_avoid_recently_failed_nodes);
   tcase_add_test(tc, scopes_never_widen_past_strict);

@@ -1,7 +1,10 @@
 // preempt/mlsched's policy: every rule of who may preempt whom (each refusal seen
 // by name), which running jobs are borrowing, the lost-work estimate, and the victim
 // set chosen (least lost work, then fewest jobs, only where the preemptor fits).
+#include <algorithm>
+
 #include "core/config.h"
+#include "core/directives.h"
 #include "core/preempt.h"
 #include "suites.h"
 
@@ -42,6 +45,11 @@ Preemptor preemptor(uint32_t gpus, const std::string& type = "a100") {
 
 PreemptNode node(const std::string& name, const std::string& type, uint32_t free_gpus, const std::string& domain = "") {
   return PreemptNode{name, type, domain, free_gpus};
+}
+
+PreemptCandidate victim_reporting(PreemptCandidate v, int64_t reported) {
+  v.last_checkpoint = reported;
+  return v;
 }
 
 void assert_victims(const VictimChoice& c, const std::vector<uint32_t>& want) {
@@ -86,15 +94,29 @@ START_TEST(every_refusal_has_its_reason) {
   v.start_time = kNow - 300;
   ck_assert_string_eq(verdict(preemptor(4), v), "Allowed");
 
+  // PreemptMaxPerJob counts preemptions (the `preempted=` mark), not requeues.
   v = victim(1, {{"n1", 4}});
-  v.times_preempted = 5;  // PreemptMaxPerJob
+  v.times_preempted = 5;
   ck_assert_string_eq(verdict(preemptor(4), v), "VictimPreemptedTooOften");
   v.times_preempted = 4;
   ck_assert_string_eq(verdict(preemptor(4), v), "Allowed");
-  v.has_directives = true;  // its own max-restarts is lower than the admin's cap
-  v.max_restarts = 2;
-  v.times_preempted = 2;
+  v.has_directives = true;
+  v.max_restarts = 20;
+  v.restarts = 12;  // 4 preemptions + 8 time-limit or node-failure requeues
+  ck_assert_string_eq(verdict(preemptor(4), v), "Allowed");
+  v.times_preempted = 5;
   ck_assert_string_eq(verdict(preemptor(4), v), "VictimPreemptedTooOften");
+  // Its own max-restarts counts every requeue: a job that used them up on time
+  // limits is not preempted into one more.
+  v.times_preempted = 0;
+  v.max_restarts = 2;
+  v.restarts = 2;
+  ck_assert_string_eq(verdict(preemptor(4), v), "VictimOutOfRestarts");
+  v.restarts = 1;
+  ck_assert_string_eq(verdict(preemptor(4), v), "Allowed");
+  v.has_directives = false;  // no directives: only the admin's cap
+  v.restarts = 30;
+  ck_assert_string_eq(verdict(preemptor(4), v), "Allowed");
 
   v = victim(1, {{"n1", 4}});
   ck_assert_string_eq(verdict(preemptor(4, "h100"), v), "NoUsefulGpus");
@@ -129,6 +151,42 @@ START_TEST(lost_work_counts_from_last_checkpoint_bounded_by_interval) {
   ck_assert_double_eq(lost_work(v, kNow), 4.0 * 900);
   v.last_checkpoint = kNow - 7200;  // a checkpoint of an earlier run does not count
   ck_assert_double_eq(lost_work(v, kNow), 4.0 * 900);
+}
+END_TEST
+
+START_TEST(a_reported_checkpoint_only_ever_lowers_lost_work) {
+  // Started an hour ago, declared a 900 s interval: 4 x 900 without a report.
+  auto v = victim(1, {{"n1", 4}});
+  v.checkpoint_interval = 900;
+  v.last_checkpoint.reset();
+  const double silent = lost_work(v, kNow);
+  ck_assert_double_eq(silent, 4.0 * 900);
+  v.last_checkpoint = kNow - 60;  // a fresh report counts from there
+  ck_assert_double_eq(lost_work(v, kNow), 4.0 * 60);
+  v.last_checkpoint = kNow - 3000;  // an old one is still bounded by the interval
+  ck_assert_double_eq(lost_work(v, kNow), silent);
+  v.last_checkpoint = kNow + 5000;  // from the future: as if just now
+  ck_assert_double_eq(lost_work(v, kNow), 0.0);
+  v.last_checkpoint = kNow - 3601;  // before this run started: ignored
+  ck_assert_double_eq(lost_work(v, kNow), silent);
+  // Without a declared interval the start bounds it: 4 x 3600.
+  v.checkpoint_interval = 0;
+  v.last_checkpoint.reset();
+  const double silent_no_interval = lost_work(v, kNow);
+  for (int64_t reported : {kNow - 7200, kNow - 3600, kNow - 1800, kNow, kNow + 10})
+    ck_assert(lost_work(victim_reporting(v, reported), kNow) <= silent_no_interval);
+  // So the victim choice prefers the job that reported a fresh checkpoint.
+  auto silent_job = victim(1, {{"n1", 4}});
+  silent_job.checkpoint_interval = 900;
+  silent_job.last_checkpoint.reset();
+  auto reporter = victim(2, {{"n2", 4}});
+  reporter.checkpoint_interval = 900;
+  reporter.last_checkpoint = kNow - 30;
+  assert_victims(choose_victims(preemptor(4), {silent_job, reporter}, {node("n1", "a100", 0), node("n2", "a100", 0)}, kNow),
+                 {2});
+  reporter.last_checkpoint = kNow - 4000;  // its report predates its run: no better than silence, lower id wins
+  assert_victims(choose_victims(preemptor(4), {silent_job, reporter}, {node("n1", "a100", 0), node("n2", "a100", 0)}, kNow),
+                 {1});
 }
 END_TEST
 
@@ -220,6 +278,123 @@ START_TEST(preempt_config_keys_are_typed) {
 }
 END_TEST
 
+START_TEST(large_gang_that_waited_too_long_reclaims_borrowed_gpus) {
+  Config config = base_config();
+  config.preempt_for_large_gang_gpus = 16;
+  config.preempt_for_large_gang_wait = 3600;
+  auto verdict = [&](const Preemptor& p, const PreemptCandidate& v) {
+    return std::string(verdict_name(may_preempt(p, v, config, kNow)));
+  };
+  // A 16-GPU gang of a team beyond its quota, eligible for exactly the threshold.
+  auto gang = preemptor(16);
+  gang.borrowing = true;
+  gang.eligible_since = kNow - 3600;
+  ck_assert(starving_large_gang(gang, config, kNow));
+  ck_assert_string_eq(verdict(gang, victim(1, {{"n1", 8}})), "Allowed");
+  // Still only other teams' borrowed, preemptible GPUs.
+  auto v = victim(1, {{"n1", 8}});
+  v.borrowing = false;
+  ck_assert_string_eq(verdict(gang, v), "VictimWithinQuota");
+  v = victim(1, {{"n1", 8}});
+  v.team = "vision";
+  ck_assert_string_eq(verdict(gang, v), "SameTeam");
+  v = victim(1, {{"n1", 8}});
+  v.preemptible = false;
+  ck_assert_string_eq(verdict(gang, v), "VictimNotPreemptible");
+  v = victim(1, {{"n1", 8}});
+  v.start_time = kNow - 10;
+  ck_assert_string_eq(verdict(gang, v), "VictimTooYoung");
+  // One second short of the wait, one GPU short of the size, not yet eligible, or
+  // the rule turned off: the normal rule holds.
+  gang.eligible_since = kNow - 3599;
+  ck_assert(!starving_large_gang(gang, config, kNow));
+  ck_assert_string_eq(verdict(gang, victim(1, {{"n1", 8}})), "PreemptorBorrowing");
+  gang.eligible_since = kNow - 3600;
+  gang.gpus = 15;
+  ck_assert_string_eq(verdict(gang, victim(1, {{"n1", 8}})), "PreemptorBorrowing");
+  gang.gpus = 16;
+  gang.eligible_since = 0;
+  ck_assert_string_eq(verdict(gang, victim(1, {{"n1", 8}})), "PreemptorBorrowing");
+  gang.eligible_since = kNow + 60;  // --begin in the future
+  ck_assert(!starving_large_gang(gang, config, kNow));
+  gang.eligible_since = kNow - 7200;
+  config.preempt_for_large_gang_gpus = 0;
+  ck_assert_string_eq(verdict(gang, victim(1, {{"n1", 8}})), "PreemptorBorrowing");
+}
+END_TEST
+
+START_TEST(large_gang_config_keys_are_typed) {
+  Config defaults;
+  ck_assert_uint_eq(defaults.preempt_for_large_gang_gpus, 16);
+  ck_assert_uint_eq(defaults.preempt_for_large_gang_wait, 7200);
+  auto r = parse_config("PreemptForLargeGangGpus=32\nPreemptForLargeGangWait=90m\n", "mlsched.conf");
+  ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
+  ck_assert_uint_eq(r.config->preempt_for_large_gang_gpus, 32);
+  ck_assert_uint_eq(r.config->preempt_for_large_gang_wait, 5400);
+  auto bad = parse_config("PreemptForLargeGangWait=later\n", "mlsched.conf");
+  ck_assert(!bad.config.has_value());
+  ck_assert_contains(bad.errors.at(0), "PreemptForLargeGangWait=later is not a duration");
+  bad = parse_config("PreemptForLargeGangGpus=many\n", "mlsched.conf");
+  ck_assert(!bad.config.has_value());
+  ck_assert_contains(bad.errors.at(0), "PreemptForLargeGangGpus=many is not a whole number");
+}
+END_TEST
+
+START_TEST(borrowing_mark_is_the_source_of_truth_under_priority_mlsched) {
+  // priority/mlsched loaded: its mark decides, whatever the estimate says.
+  auto d = decide_borrowing(std::string("yes"), true, false);
+  ck_assert(d.borrowing && d.source == BorrowingSource::mark);
+  d = decide_borrowing(std::string("no"), true, true);
+  ck_assert(!d.borrowing && d.source == BorrowingSource::mark);
+  // Not marked yet (or a mark it would never write): left alone.
+  d = decide_borrowing(std::nullopt, true, true);
+  ck_assert(!d.borrowing && d.source == BorrowingSource::not_marked_yet);
+  d = decide_borrowing(std::string("maybe"), true, true);
+  ck_assert(!d.borrowing && d.source == BorrowingSource::not_marked_yet);
+  // Another priority plugin: no marks are kept, a leftover one is stale; the
+  // estimate (mark_borrowing) decides.
+  d = decide_borrowing(std::nullopt, false, true);
+  ck_assert(d.borrowing && d.source == BorrowingSource::estimate);
+  d = decide_borrowing(std::string("yes"), false, false);
+  ck_assert(!d.borrowing && d.source == BorrowingSource::estimate);
+  ck_assert_str_eq(borrowing_source_name(BorrowingSource::estimate), "preempt/mlsched's estimate");
+}
+END_TEST
+
+START_TEST(preemption_history_is_kept_beside_the_directives) {
+  const std::string stored = "mlsched: type=training gpu-type=a100 checkpoint-interval=600 borrowing=yes; site note";
+  ck_assert_uint_eq(preemption_history(stored).times, 0);
+  std::string once = with_preemption_recorded(stored, 812, kNow, 1234.4);
+  auto h = preemption_history(once);
+  ck_assert_uint_eq(h.times, 1);
+  ck_assert_int_eq(h.last_at, kNow);
+  ck_assert_uint_eq(h.last_by, 812);
+  ck_assert_double_eq(h.lost_gpu_seconds, 1234);
+  // The directives, the borrowing mark and the admin's note are untouched.
+  auto d = parse_stored_directives(once);
+  ck_assert(d.has_value());
+  ck_assert_uint_eq(d->checkpoint_interval, 600);
+  ck_assert_str_eq(stored_token(once, "borrowing").value().c_str(), "yes");
+  ck_assert_contains(once, "; site note");
+  ck_assert_contains(once, "preempted=1 preempted-at=");
+  ck_assert_contains(once, "preempted-by=812 lost-gpu-seconds=1234");
+  // A second preemption counts up, replaces when/by whom, and sums the lost work.
+  std::string twice = with_preemption_recorded(once, 900, kNow + 600, 100);
+  h = preemption_history(twice);
+  ck_assert_uint_eq(h.times, 2);
+  ck_assert_int_eq(h.last_at, kNow + 600);
+  ck_assert_uint_eq(h.last_by, 900);
+  ck_assert_double_eq(h.lost_gpu_seconds, 1334);
+  ck_assert_uint_eq(std::count(twice.begin(), twice.end(), '='), std::count(once.begin(), once.end(), '='));
+  // A job without directives gets an mlsched part that still reads as "no directives".
+  std::string plain = with_preemption_recorded("", 0, kNow, 0);
+  ck_assert(!parse_stored_directives(plain).has_value());
+  ck_assert_uint_eq(preemption_history(plain).times, 1);
+  // The preemptor unknown (0): no preempted-by token.
+  ck_assert(!stored_token(plain, "preempted-by").has_value());
+}
+END_TEST
+
 Suite* preempt_suite() {
   Suite* s = suite_create("preempt");
   TCase* rules = tcase_create("rules");
@@ -227,9 +402,14 @@ Suite* preempt_suite() {
   tcase_add_test(rules, every_refusal_has_its_reason);
   tcase_add_test(rules, borrowing_is_what_does_not_fit_the_guarantee_in_start_order);
   tcase_add_test(rules, preempt_config_keys_are_typed);
+  tcase_add_test(rules, large_gang_that_waited_too_long_reclaims_borrowed_gpus);
+  tcase_add_test(rules, large_gang_config_keys_are_typed);
+  tcase_add_test(rules, borrowing_mark_is_the_source_of_truth_under_priority_mlsched);
+  tcase_add_test(rules, preemption_history_is_kept_beside_the_directives);
   suite_add_tcase(s, rules);
   TCase* choice = tcase_create("choice");
   tcase_add_test(choice, lost_work_counts_from_last_checkpoint_bounded_by_interval);
+  tcase_add_test(choice, a_reported_checkpoint_only_ever_lowers_lost_work);
   tcase_add_test(choice, chosen_set_loses_least_work);
   tcase_add_test(choice, equal_lost_work_prefers_fewer_jobs);
   tcase_add_test(choice, free_gpus_count_before_any_victim);

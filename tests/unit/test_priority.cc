@@ -149,6 +149,68 @@ START_TEST(corrupt_state_is_rejected_with_reason) {
 }
 END_TEST
 
+START_TEST(damaged_state_never_parses_into_nonsense) {
+  // A file cut short anywhere (a crash on a filesystem without atomic rename, a
+  // full disk) or with any byte changed: parse() either rejects it with a reason or
+  // gives a ledger with finite, non-negative usage; it never throws or crashes.
+  UsageLedger ledger(3600);
+  ledger.account(kT0, {running(1, "nlp", 1, 1, kT0 - 10), running(22, "vision", 8, 8, kT0 - 300)});
+  ledger.job_end(running(1, "nlp", 1, 1, kT0 - 10), kT0, false);
+  const std::string good = ledger.serialize();
+  for (size_t cut = 0; cut + 1 < good.size(); ++cut) {
+    std::string error;
+    auto parsed = UsageLedger::parse(good.substr(0, cut), 3600, &error);
+    ck_assert_msg(!parsed.has_value(), "accepted a file cut at byte %zu", cut);
+    ck_assert_msg(!error.empty(), "no reason for a file cut at byte %zu", cut);
+  }
+  const char replacements[] = {'\0', 'x', '-', '9', ' ', '\n', '.', 'e', '\xff'};
+  int rejected = 0;
+  for (size_t at = 0; at < good.size(); ++at) {
+    for (char r : replacements) {
+      std::string damaged = good;
+      damaged[at] = r;
+      std::string error;
+      auto parsed = UsageLedger::parse(damaged, 3600, &error);
+      if (!parsed) {
+        ck_assert_msg(!error.empty(), "no reason for byte %zu", at);
+        ++rejected;
+        continue;
+      }
+      for (const auto& [team, usage] : parsed->teams()) {
+        ck_assert(std::isfinite(usage.decayed) && usage.decayed >= 0);
+        ck_assert(std::isfinite(usage.charged_gpu_seconds) && usage.charged_gpu_seconds >= 0);
+      }
+      ck_assert_int_ge(parsed->decayed_through(), 0);
+    }
+  }
+  ck_assert_int_gt(rejected, 0);
+  // Binary junk, a huge number, a different format version.
+  const std::string junk[] = {std::string("\x7f" "ELF\x02\x01\x01\0\0", 9), "mlsched-priority-state 2\nend\n",
+                              "mlsched-priority-state 1\nteam nlp 1e999 1\nend\n",
+                              "mlsched-priority-state 1\njob 99999999999 nlp 1 1 1\nend\n",
+                              "mlsched-priority-state 1\ndecayed_through -5\nend\n"};
+  for (const auto& text : junk) {
+    std::string error;
+    ck_assert_msg(!UsageLedger::parse(text, 0, &error).has_value(), "accepted: %s", text.c_str());
+    ck_assert(!error.empty());
+  }
+}
+END_TEST
+
+START_TEST(a_run_s_gpu_seconds_come_back_at_its_end) {
+  UsageLedger ledger(0);
+  const auto job = running(5, "vision", 4, 4, kT0);
+  ledger.account(kT0 + 10, {job});
+  ck_assert(near(ledger.job_end(job, kT0 + 25, false), 100));
+  // Lost to a node failure: refunded to the team, yet the run did consume it.
+  ledger.account(kT0 + 40, {running(6, "vision", 2, 2, kT0 + 30)});
+  ck_assert(near(ledger.job_end(running(6, "vision", 2, 2, kT0 + 30), kT0 + 45, true), 20));
+  ck_assert(near(ledger.teams().at("vision").charged_gpu_seconds, 100));
+  // Never seen running: charged from its start at its end.
+  ck_assert(near(ledger.job_end(running(7, "nlp", 1, 1, kT0), kT0 + 9, false), 9));
+}
+END_TEST
+
 START_TEST(standing_compares_usage_with_entitlement) {
   UsageLedger ledger(0);
   ledger.account(kT0, {running(1, "vision", 1, 1, kT0 - 200), running(2, "nlp", 1, 1, kT0 - 100)});
@@ -514,6 +576,131 @@ START_TEST(priority_config_rejects_bad_values) {
 }
 END_TEST
 
+START_TEST(attained_service_levels_follow_the_thresholds) {
+  Config c = config_from("AttainedService=all AttainedServiceThresholds=100,1000,10000 "
+                         "PriorityWeightAttainedService=3000 AttainedServicePromoteAfter=600\n");
+  ck_assert_int_eq(attained_service_level(c, 0, 0), 0);
+  ck_assert_int_eq(attained_service_level(c, 99.9, 0), 0);
+  ck_assert_int_eq(attained_service_level(c, 100, 0), 1);   // a threshold reached is the next level
+  ck_assert_int_eq(attained_service_level(c, 999, 0), 1);
+  ck_assert_int_eq(attained_service_level(c, 1000, 0), 2);
+  ck_assert_int_eq(attained_service_level(c, 1e9, 0), 3);
+  // 4 levels: 0, -1000, -2000, -3000.
+  ck_assert(near(attained_service_term(c, 0), 0));
+  ck_assert(near(attained_service_term(c, 1), -1000));
+  ck_assert(near(attained_service_term(c, 2), -2000));
+  ck_assert(near(attained_service_term(c, 3), -3000));
+  // Waiting since the requeue: promoted to level 0 at AttainedServicePromoteAfter.
+  ck_assert_int_eq(attained_service_level(c, 1e9, 599), 3);
+  ck_assert_int_eq(attained_service_level(c, 1e9, 600), 0);
+  // 0 = never promoted.
+  Config never = config_from("AttainedService=all AttainedServiceThresholds=100 AttainedServicePromoteAfter=0\n");
+  ck_assert_int_eq(attained_service_level(never, 500, 100000000), 1);
+  ck_assert(near(attained_service_term(never, 1), -5000));  // default weight, two levels
+}
+END_TEST
+
+START_TEST(attained_service_ranks_a_team_s_fresh_jobs_first) {
+  Fixture f("AttainedService=team:vision AttainedServiceThresholds=100 PriorityMaxAge=60 "
+            "AttainedServicePromoteAfter=1h\n");
+  // A requeued job that ran 400 GPU-seconds, queued again 50 s ago, and a fresh
+  // job of the same team submitted 10 s ago: the fresh one ranks first, though
+  // the other has the larger age term.
+  PricedJob ran = pending("vision", 4, kT0 - 50);
+  ran.attained_gpu_seconds = 400;
+  PricedJob fresh = pending("vision", 4, kT0 - 10);
+  auto r = f.of(ran, kT0), n = f.of(fresh, kT0);
+  ck_assert_int_eq(r.attained_level, 1);
+  ck_assert_int_eq(n.attained_level, 0);
+  ck_assert(near(r.attained_service, -5000));
+  ck_assert(near(n.attained_service, 0));
+  ck_assert(r.age > n.age);
+  ck_assert_uint_gt(n.total, r.total);
+  // Off for the team (and off by default): the older job ranks first again.
+  PricedJob other = ran;
+  other.team = "nlp";
+  ck_assert_int_eq(f.of(other, kT0).attained_level, -1);
+  Fixture off("PriorityMaxAge=60\n");
+  ck_assert(!off.config.attained_service.enabled());
+  ck_assert_uint_gt(off.of(ran, kT0).total, off.of(fresh, kT0).total);
+  // Promoted after an hour since its requeue: no penalty.
+  auto promoted = f.of(ran, kT0 + 3600);
+  ck_assert_int_eq(promoted.attained_level, 0);
+  ck_assert(near(promoted.attained_service, 0));
+  // Promotion counts from when the job was queued again, its age from its first
+  // submission (a requeued job keeps its age).
+  PricedJob old = ran;
+  old.submit_time = kT0 - 100000;
+  old.queued_time = kT0 - 50;
+  auto o = f.of(old, kT0);
+  ck_assert_int_eq(o.attained_level, 1);
+  ck_assert(near(o.age, 1000));
+  ck_assert_int_eq(f.of(old, kT0 + 3550).attained_level, 0);
+  // A partition scope covers every team's jobs in that partition.
+  Fixture part("AttainedService=partition:batch AttainedServiceThresholds=100\n");
+  ran.partition = "batch";
+  ck_assert_int_eq(part.of(ran, kT0).attained_level, 1);
+  ran.partition = "debug";
+  ck_assert_int_eq(part.of(ran, kT0).attained_level, -1);
+  // The pass prices it as job_priority() does.
+  PassInput in;
+  in.teams = {{"vision", 2}, {"nlp", 1}};
+  in.cluster_gpus_by_type = {{"h100", 64}};
+  in.pending = {ran, fresh};
+  in.pending[0].partition = "";
+  UsageLedger ledger(0);
+  const PassResult pr = priority_pass(f.config, ledger, in, kT0);
+  ck_assert(near(pr.pending[0].attained_service, -5000));
+  ck_assert_uint_gt(pr.pending[1].total, pr.pending[0].total);
+}
+END_TEST
+
+START_TEST(attained_service_config_keys) {
+  Config d = config_from("");
+  ck_assert(!d.attained_service.enabled());
+  ck_assert_int_eq(d.attained_service_thresholds.size(), 2);
+  ck_assert_int_eq(d.attained_service_thresholds[0], 3600);
+  ck_assert_int_eq(d.attained_service_thresholds[1], 36000);
+  ck_assert_int_eq(d.priority_weight_attained_service, 5000);
+  ck_assert_int_eq(d.attained_service_promote_after, 3600);
+  Config c = config_from("attainedservice=team:vision,partition:batch,team:nlp\n"
+                         "AttainedServiceThresholds=30m,2h,1d AttainedServicePromoteAfter=6h\n"
+                         "PriorityWeightAttainedService=7\n");
+  ck_assert(!c.attained_service.all);
+  ck_assert_int_eq(c.attained_service.teams.size(), 2);
+  ck_assert_str_eq(c.attained_service.teams[1].c_str(), "nlp");
+  ck_assert_str_eq(c.attained_service.partitions[0].c_str(), "batch");
+  ck_assert_int_eq(c.attained_service_thresholds[2], 86400);
+  ck_assert_int_eq(c.attained_service_promote_after, 6 * 3600);
+  ck_assert_int_eq(c.priority_weight_attained_service, 7);
+  ck_assert(config_from("AttainedService=ALL\n").attained_service.all);
+  ck_assert(!config_from("AttainedService=all\nAttainedService=off\n").attained_service.enabled());
+  struct Case {
+    const char* text;
+    const char* message;
+  } cases[] = {
+      {"AttainedService=yes\n", "AttainedService: 'yes' is not team:<account> or partition:<name>"},
+      {"AttainedService=team:\n", "AttainedService: 'team:' is not"},
+      {"AttainedService=user:bob\n", "AttainedService: 'user:bob' is not"},
+      {"AttainedServiceThresholds=10h,1h\n", "thresholds must be ascending"},
+      {"AttainedServiceThresholds=1h,1h\n", "thresholds must be ascending"},
+      {"AttainedServiceThresholds=lots\n", "AttainedServiceThresholds=lots is not a duration"},
+      {"AttainedServiceThresholds=0\n", "is not a duration from 1 seconds"},
+      {"AttainedServiceThresholds=1,2,3,4,5,6,7,8,9\n", "needs 1 to 8 GPU-time thresholds"},
+      {"AttainedServicePromoteAfter=soon\n", "AttainedServicePromoteAfter=soon is not a duration"},
+      {"PriorityWeightAttainedService=-3\n", "PriorityWeightAttainedService=-3 is not a whole number"},
+      {"AttainedServiceThreshold=1h\n", "did you mean 'AttainedServiceThresholds'"},
+  };
+  for (const auto& k : cases) {
+    auto r = parse_config(k.text, "mlsched.conf");
+    std::string errors;
+    for (const auto& e : r.errors) errors += e + "\n";
+    ck_assert_msg(!r.config.has_value(), "accepted: %s", k.text);
+    ck_assert_contains(errors, k.message);
+  }
+}
+END_TEST
+
 Suite* priority_suite() {
   Suite* s = suite_create("priority");
   TCase* usage = tcase_create("usage");
@@ -525,6 +712,8 @@ Suite* priority_suite() {
   tcase_add_test(usage, reload_resumes_without_double_counting);
   tcase_add_test(usage, work_lost_to_node_failure_is_not_charged);
   tcase_add_test(usage, corrupt_state_is_rejected_with_reason);
+  tcase_add_test(usage, damaged_state_never_parses_into_nonsense);
+  tcase_add_test(usage, a_run_s_gpu_seconds_come_back_at_its_end);
   suite_add_tcase(s, usage);
   TCase* standing = tcase_create("standing");
   tcase_add_test(standing, standing_compares_usage_with_entitlement);
@@ -542,10 +731,13 @@ Suite* priority_suite() {
   tcase_add_test(formula, gang_reaches_the_top_within_the_bound);
   tcase_add_test(formula, priority_is_at_least_one);
   tcase_add_test(formula, pass_prices_every_job_as_job_priority_does);
+  tcase_add_test(formula, attained_service_levels_follow_the_thresholds);
+  tcase_add_test(formula, attained_service_ranks_a_team_s_fresh_jobs_first);
   suite_add_tcase(s, formula);
   TCase* config = tcase_create("config");
   tcase_add_test(config, priority_config_keys_are_typed);
   tcase_add_test(config, priority_config_rejects_bad_values);
+  tcase_add_test(config, attained_service_config_keys);
   suite_add_tcase(s, config);
   return s;
 }

@@ -220,7 +220,117 @@ START_TEST(down_nodes_and_slurm_limits) {
   job.slurm_reason = "SomethingNew";
   ck_assert_msg(find(explain(job, snap), wait_reason::kOtherSlurmReason), "unknown Slurm reason dropped");
   // Every reason the code can give is documented.
-  ck_assert_int_eq(wait_reason_docs().size(), 17);
+  ck_assert_int_eq(wait_reason_docs().size(), 19);
+}
+END_TEST
+
+START_TEST(quota_and_fair_share_behind_another_team) {
+  // Every a100 busy; team nlp already holds 8 a100 with none guaranteed, team
+  // vision none of its 8. vision's job comes first; nlp's would borrow.
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  Snapshot snap{&c, s, {}, {}, 1000};
+  PendingJob vision_job{700, "v", "ml-alice", "gpu", 20000, {"a100"}, 8, "vision"};
+  snap.pending = {vision_job};
+  TeamView nlp;
+  nlp.has_shares = true;
+  nlp.shares_norm = 0.25;
+  nlp.usage_norm = 0.6;
+  nlp.fairshare = 0.189;
+  nlp.in_use = {{"a100", 8}};
+  nlp.guaranteed = {{"a100", 0}, {"h100", 16}};
+  TeamView vision;
+  vision.has_shares = true;
+  vision.shares_norm = 0.5;
+  vision.usage_norm = 0.1;
+  vision.fairshare = 0.871;
+  vision.guaranteed = {{"a100", 8}};
+  snap.teams = {{"nlp", nlp}, {"vision", vision}};
+  JobFacts job = pending_job(1, 8, {"a100"}, Locality::any, LocalityMode::prefer);
+  job.account = "nlp";
+  job.priority = 9000;
+  WhyReport r = explain(job, snap);
+  const Finding* q = find(r, wait_reason::kTeamBeyondQuota);
+  ck_assert_msg(q, "no quota finding");
+  ck_assert_contains(q->message, "team nlp holds 8 a100 of the 0 it is guaranteed; this job's 8 would be borrowed");
+  const Finding* f = find(r, wait_reason::kTeamFairShareBehind);
+  ck_assert_msg(f, "no fair-share finding");
+  ck_assert_contains(f->message, "team nlp has had 60.0% of recent GPU-time for a 25.0% entitlement (fair-share factor 0.189)");
+  ck_assert_contains(f->message, "ahead: vision has had 10.0% of recent GPU-time for a 50.0% entitlement (fair-share factor 0.871)");
+  ck_assert_int_eq(r.team.holds, 8);
+  ck_assert_int_eq(r.team.guaranteed, 0);
+  ck_assert(r.team.job_borrows);
+  const std::string screen = format_why(job, r, 1000);
+  ck_assert_contains(screen, "team:       nlp holds 8 a100, guaranteed 0; has had 60.0%");
+  // Order: priority, then fair share, then quota.
+  size_t prio = 0, fs = 0, quota = 0;
+  for (size_t i = 0; i < r.findings.size(); ++i) {
+    if (r.findings[i].reason == wait_reason::kBehindHigherPriority) prio = i + 1;
+    if (r.findings[i].reason == wait_reason::kTeamFairShareBehind) fs = i + 1;
+    if (r.findings[i].reason == wait_reason::kTeamBeyondQuota) quota = i + 1;
+  }
+  ck_assert(prio && prio < fs && fs < quota);
+  // Within its guarantee, or ahead of a team that stands worse: neither finding.
+  job.account = "vision";
+  snap.pending[0].account = "nlp";
+  r = explain(job, snap);
+  ck_assert(!find(r, wait_reason::kTeamBeyondQuota));
+  ck_assert(!find(r, wait_reason::kTeamFairShareBehind));
+}
+END_TEST
+
+START_TEST(running_job_shows_locality_history_checkpoint_and_borrowing) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  Snapshot snap{&c, s, {}, {}, 10000};
+  snap.node_cliques = nvlink_cliques_from_gres_conf(
+      "# two 2-GPU cliques\n"
+      "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia0 Links=-1,18,0,0\n"
+      "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia1 Links=18,-1,0,0\n"
+      "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia2 Links=0,0,-1,18\n"
+      "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia3 Links=0,0,18,-1\n"
+      "NodeName=gpu01 Name=gpu Type=h100 File=/dev/nvidia0\n");
+  ck_assert_int_eq(snap.node_cliques.size(), 2);
+  ck_assert_int_eq(snap.node_cliques["gpu10"].size(), 2);
+  TeamView nlp;
+  nlp.in_use = {{"a100", 6}};
+  nlp.guaranteed = {{"a100", 4}};
+  snap.teams = {{"nlp", nlp}};
+  JobFacts job = pending_job(1, 3, {"a100"}, Locality::any, LocalityMode::prefer);
+  job.state = "RUNNING";
+  job.account = "nlp";
+  job.gpus_by_node = {{"gpu09", {1, 2, 3}}};
+  job.admin_comment = with_preemption_recorded("mlsched: type=training borrowing=yes", 812, 9400, 800);
+  job.borrowing_mark = stored_token(job.admin_comment, "borrowing");
+  job.preemptions = preemption_history(job.admin_comment);
+  job.last_checkpoint = 9940;
+  job.last_checkpoint_path = "/w/mlsched-checkpoints/900/step-40";
+  WhyReport r = explain(job, snap);
+  ck_assert_int_eq(r.placement.size(), 1);
+  ck_assert_int_eq(r.placement[0].cliques.size(), 2);  // GPU 1 in {0,1}, GPUs 2-3 in {2,3}
+  const std::string screen = format_why(job, r, 10000);
+  ck_assert_contains(screen, "locality:   gpu09: nvlink-domain nvl2, switch sw1, GPUs split over NVLink cliques {1} {2-3}");
+  ck_assert_contains(screen, "borrowing:  yes (priority/mlsched's mark)");
+  ck_assert_contains(screen, "checkpoint: /w/mlsched-checkpoints/900/step-40 marked complete at");
+  ck_assert_contains(screen, "(1 min ago)");
+  ck_assert_contains(screen, "preempted:  1 time, last at");
+  ck_assert_contains(screen, "(10 min ago) by job 812; work lost, estimated: 800 GPU-seconds in all");
+  ck_assert_contains(screen, "team:       nlp holds 6 a100, guaranteed 4");
+  ck_assert(screen.find("reported to slurmctld") == std::string::npos);
+  // Reported to slurmctld: with the path when the directory agrees, without when
+  // only the job record is readable.
+  job.checkpoint_reported = true;
+  ck_assert_contains(format_why(job, r, 10000),
+                     "checkpoint: /w/mlsched-checkpoints/900/step-40 marked complete at");
+  ck_assert_contains(format_why(job, r, 10000), "(1 min ago), reported to slurmctld");
+  job.last_checkpoint_path.clear();
+  ck_assert_contains(format_why(job, r, 10000), "checkpoint: marked complete at");
+  // Without priority/mlsched's mark the team's standing is the estimate.
+  job.borrowing_mark.reset();
+  r = explain(job, snap);
+  ck_assert(r.team.job_borrows);
+  ck_assert_contains(r.team.borrowing_from, "estimate");
 }
 END_TEST
 
@@ -233,6 +343,8 @@ Suite* why_suite() {
   tcase_add_test(tc, busy_type_gets_other_type_counterfactual_and_blockers);
   tcase_add_test(tc, held_dependency_and_missing_type);
   tcase_add_test(tc, down_nodes_and_slurm_limits);
+  tcase_add_test(tc, quota_and_fair_share_behind_another_team);
+  tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -57,8 +57,13 @@ std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_
     model->slurm_index.push_back(node_ptr->index);
     cluster->add_node(std::move(node));
   }
+  // Plugins load (and preempt/mlsched's snapshot thread starts) before slurmctld
+  // reads slurm.conf: an empty node table then is "not loaded yet", and every node
+  // of every NvlinkDomain would look unknown. get() rebuilds as soon as the node
+  // count changes, and that build reports the real problems.
+  const bool nodes_loaded = table && count > 0;
   for (const auto& problem : cluster->apply_nvlink_domains(config.nvlink_domains))
-    error("%s: %s", log_prefix, problem.c_str());
+    if (nodes_loaded) error("%s: %s", log_prefix, problem.c_str());
   std::vector<SwitchSpec> switches;
   switch_record_t* switches_table = ctld::switch_table();
   for (int i = 0; switches_table && i < ctld::switch_count(); i++) {
@@ -74,6 +79,18 @@ std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_
     switches.push_back(std::move(spec));
   }
   cluster->set_switches(std::move(switches));
+  for (size_t k = 0; k < model->slurm_index.size(); ++k) {
+    const uint32_t i = model->slurm_index[k];
+    if (model->model_index.size() <= i) model->model_index.resize(i + 1, -1);
+    model->model_index[i] = static_cast<int>(k);
+  }
+  model->gpu_types = cluster->gpu_types();
+  for (size_t k = 0; k < cluster->nodes().size(); ++k) {
+    const GpuNode& n = cluster->nodes()[k];
+    if (n.gpus == 0) continue;
+    model->gpu_nodes.push_back(k);
+    model->nodes_of_type[n.gpu_type].push_back(k);
+  }
   return model;
 }
 

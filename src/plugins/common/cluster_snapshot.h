@@ -2,7 +2,9 @@
 // Call with at least the node read lock held (job_submit and select calls have it).
 #pragma once
 
+#include <map>
 #include <memory>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -16,6 +18,14 @@ namespace mlsched::plugin {
 struct ClusterModel {
   Cluster cluster;
   std::vector<uint32_t> slurm_index;
+  // Derived once per build, because select asks for them for every job it tests:
+  // model index of each slurmctld node index (-1: not in the model),
+  std::vector<int> model_index;
+  // the cluster's GPU types (Cluster::gpu_types()),
+  std::vector<std::string> gpu_types;
+  // the nodes with GPUs, and those of each GPU type, in model order.
+  std::vector<size_t> gpu_nodes;
+  std::map<std::string, std::vector<size_t>> nodes_of_type;
 };
 
 class ClusterSnapshot {

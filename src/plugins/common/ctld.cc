@@ -13,9 +13,16 @@ T* lookup(const char* name) {
 }
 
 template <class T>
-T value_of(const char* name, T fallback) {
-  T* p = lookup<T>(name);
+T value_of(T* p, T fallback) {
   return p ? *p : fallback;
+}
+
+// The addresses of the daemon's globals never change while it runs, so each is
+// looked up once: dlsym(RTLD_DEFAULT) searches every loaded object, and select
+// calls these several times per job tested in every scheduling pass.
+template <class T>
+T* cached(const char* name) {
+  return lookup<T>(name);
 }
 
 }  // namespace
@@ -25,10 +32,25 @@ bool in_slurmctld() {
   return inside;
 }
 
-node_record_t** node_table() { return value_of<node_record_t**>("node_record_table_ptr", nullptr); }
-int node_count() { return value_of<int>("node_record_count", 0); }
-time_t last_node_update() { return value_of<time_t>("last_node_update", 0); }
-switch_record_t* switch_table() { return value_of<switch_record_t*>("switch_record_table", nullptr); }
-int switch_count() { return value_of<int>("switch_record_cnt", 0); }
+node_record_t** node_table() {
+  static node_record_t*** const p = cached<node_record_t**>("node_record_table_ptr");
+  return value_of<node_record_t**>(p, nullptr);
+}
+int node_count() {
+  static int* const p = cached<int>("node_record_count");
+  return value_of<int>(p, 0);
+}
+time_t last_node_update() {
+  static time_t* const p = cached<time_t>("last_node_update");
+  return value_of<time_t>(p, 0);
+}
+switch_record_t* switch_table() {
+  static switch_record_t** const p = cached<switch_record_t*>("switch_record_table");
+  return value_of<switch_record_t*>(p, nullptr);
+}
+int switch_count() {
+  static int* const p = cached<int>("switch_record_cnt");
+  return value_of<int>(p, 0);
+}
 
 }  // namespace mlsched::plugin::ctld

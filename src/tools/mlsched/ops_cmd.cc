@@ -21,6 +21,7 @@
 #include "core/config.h"
 #include "core/fairshare.h"
 #include "core/ops.h"
+#include "core/preempt.h"
 #include "core/priority.h"
 #include "core/text.h"
 #include "tools/mlsched/cli.h"
@@ -39,7 +40,18 @@ const char* const kMetricsHelp =
     "Prometheus text exposition of the cluster now: allocated/idle/unavailable GPUs\n"
     "by type and NVLink domain, GPUs in use and entitled per team, fair share and\n"
     "usage per team (sshare), pending jobs by Slurm reason, a histogram of how long\n"
-    "pending jobs have waited, the fragmentation index, nodes by state, restarts.\n"
+    "pending jobs have waited, the fragmentation index, nodes by state, restarts,\n"
+    "preemptions and the GPU-hours they lost, per team and in all.\n"
+    "\n"
+    "Preemptions (mlsched_preemptions, mlsched_team_preemptions ...) are read from\n"
+    "the marks preempt/mlsched leaves on each victim (preempted=, lost-gpu-seconds=\n"
+    "in its AdminComment). They cover the jobs slurmctld still holds (pending,\n"
+    "running, and those that ended within MinJobAge) and, when accounting (slurmdbd)\n"
+    "answers, every job with a run in the last 24 h; a job counts all its\n"
+    "preemptions. They are gauges: a job leaving that window lowers them. Requeues\n"
+    "for other causes (time limit, node failure, scontrol requeue) are counted apart\n"
+    "(mlsched_requeues_other_causes). Runs cut short in the last 24 h, by cause,\n"
+    "come from accounting only (mlsched_interrupted_runs).\n"
     "\n"
     "  --listen ADDR:PORT  serve GET /metrics over HTTP instead of printing once;\n"
     "                      loopback addresses only (127.0.0.0/8): there is no\n"
@@ -51,7 +63,10 @@ const char* const kTopHelp =
     "\n"
     "The cluster for operators: GPUs by type, GPUs per team against its\n"
     "entitlement and fair share, queue wait percentiles and pending jobs by reason,\n"
-    "the fragmentation index, nodes down or drained, and a map with one character\n"
+    "the fragmentation index, nodes down or drained, preemptions and the GPU-hours\n"
+    "they lost per team (from preempt/mlsched's marks on the jobs slurmctld still\n"
+    "holds, ended ones for MinJobAge, and accounting's last 24 h when slurmdbd\n"
+    "answers) beside requeues for other causes, and a map with one character\n"
     "per GPU (# allocated, . idle, x unavailable; coloured on a terminal).\n"
     "Refreshes every --interval seconds (default 5) until interrupted, unless\n"
     "--once or --json.\n";
@@ -77,9 +92,17 @@ struct ListGuard {
   }
 };
 
+// What accounting holds for the window.
+struct AccountingRead {
+  std::vector<InterruptedRun> interrupted;
+  std::vector<JobPreemptions> preemptions;  // one per job with a run in the window
+};
+
 // Runs of this cluster cut short within the window, from slurmdbd: the records
-// of every run of a job (a requeued job has one per run), without steps.
-std::vector<InterruptedRun> load_interrupted_runs(time_t now) {
+// of every run of a job (a requeued job has one per run), without steps. Each
+// record keeps the admin comment as it was when its run ended, so preempt/mlsched's
+// marks tell preemptions from other requeues.
+AccountingRead load_accounting(time_t now) {
   slurm_conf_t* conf = nullptr;
   if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
     throw ToolError(slurm_error("cannot read the cluster's name from slurmctld"));
@@ -108,7 +131,7 @@ std::vector<InterruptedRun> load_interrupted_runs(time_t now) {
   while (auto* t = static_cast<slurmdb_tres_rec_t*>(slurm_list_next(it)))
     if (t->name && !strcmp(t->name, "gpu") && t->type && !strcmp(t->type, "gres")) gpu_tres_id = std::to_string(t->id);
   slurm_list_iterator_destroy(it);
-  if (gpu_tres_id.empty()) return {};  // no GPUs accounted: nothing to count
+  // Without a GPU TRES no run's GPUs are known (counted as 0), but marks still count.
 
   slurmdb_job_cond_t job_cond = {};
   ListGuard clusters, records;
@@ -121,22 +144,35 @@ std::vector<InterruptedRun> load_interrupted_runs(time_t now) {
   job_cond.usage_end = now;
   records.list = slurmdb_jobs_get(db, &job_cond);
   if (!records.list) throw ToolError(slurm_error("cannot read jobs from the accounting database"));
-  std::vector<InterruptedRun> runs;
+  AccountingRead out;
+  std::map<uint32_t, JobPreemptions> jobs;
   it = slurm_list_iterator_create(records.list);
   while (auto* j = static_cast<slurmdb_job_rec_t*>(slurm_list_next(it))) {
+    const PreemptionHistory h = preemption_history(str(j->admin_comment));
+    JobPreemptions& job = jobs[j->jobid];
+    job.job_id = j->jobid;
+    if (job.team.empty()) job.team = str(j->account);
+    if (h.times > job.preempted || (h.times == job.preempted && h.lost_gpu_seconds > job.lost_gpu_seconds)) {
+      job.preempted = h.times;
+      job.lost_gpu_seconds = h.lost_gpu_seconds;
+    }
     InterruptedRun r;
-    if (j->state & JOB_REQUEUE) r.cause = "requeued";
+    const bool requeued = j->state & JOB_REQUEUE;
+    if (requeued) r.cause = run_ended_by_preemption(h.last_at, j->start, j->end) ? "preempted" : "requeued";
     else if ((j->state & JOB_STATE_BASE) == JOB_PREEMPTED) r.cause = "preempted";
     else if ((j->state & JOB_STATE_BASE) == JOB_NODE_FAIL) r.cause = "node_fail";
     else continue;
+    // A run that ends requeued (or preempted by Slurm, which requeues) is one restart.
+    if (requeued || r.cause == "preempted") ++job.restarts;
     for (const auto& item : split(str(j->tres_alloc_str), ','))
-      if (starts_with(item, gpu_tres_id + "="))
+      if (!gpu_tres_id.empty() && starts_with(item, gpu_tres_id + "="))
         r.gpus = static_cast<uint32_t>(parse_uint(item.substr(gpu_tres_id.size() + 1)).value_or(0));
     r.seconds = j->elapsed;
-    runs.push_back(std::move(r));
+    out.interrupted.push_back(std::move(r));
   }
   slurm_list_iterator_destroy(it);
-  return runs;
+  for (auto& [id, job] : jobs) out.preemptions.push_back(std::move(job));
+  return out;
 }
 
 void load_ops(OpsData& d) {
@@ -147,9 +183,16 @@ void load_ops(OpsData& d) {
   JobsMsg jobs;
   if (slurm_load_jobs(0, &jobs.msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
     throw ToolError(slurm_error("cannot read the job list from slurmctld"));
+  std::vector<JobPreemptions> table_preemptions;
   for (uint32_t i = 0; i < jobs.msg->record_count; ++i) {
     const slurm_job_info_t& j = jobs.msg->job_array[i];
     const uint32_t base = j.job_state & JOB_STATE_BASE;
+    // Every job the controller holds, finished ones too (for MinJobAge).
+    if (j.restart_cnt || j.admin_comment) {
+      const PreemptionHistory h = preemption_history(str(j.admin_comment));
+      if (j.restart_cnt || h.times)
+        table_preemptions.push_back({j.job_id, str(j.account), j.restart_cnt, h.times, h.lost_gpu_seconds});
+    }
     if (base == JOB_RUNNING || base == JOB_SUSPENDED) {
       d.snap.running.push_back({j.job_id, str(j.account), as_gpu_map(gpu_counts_from_tres(str(j.tres_alloc_str))),
                                 j.restart_cnt});
@@ -175,12 +218,16 @@ void load_ops(OpsData& d) {
     d.notes.push_back(e.what());
   }
 
+  std::vector<JobPreemptions> accounted;
   try {
-    d.snap.interrupted = load_interrupted_runs(d.snap.now);
+    AccountingRead acct = load_accounting(d.snap.now);
+    d.snap.interrupted = std::move(acct.interrupted);
+    accounted = std::move(acct.preemptions);
     d.snap.accounting_read = true;
   } catch (const ToolError& e) {
-    d.notes.push_back(std::string(e.what()) + "; interrupted runs not shown");
+    d.notes.push_back(std::string(e.what()) + "; interrupted runs not shown, preemptions from slurmctld's jobs only");
   }
+  d.snap.preemptions = merge_job_preemptions(table_preemptions, accounted);
 
   // Entitlements the way priority/mlsched computes its quotas.
   ConfigResult conf = load_config_file(mlsched_conf_path());
@@ -377,6 +424,21 @@ json_object* summary_json(const OpsSummary& s, const std::vector<std::string>& n
   json_object_object_add(queue, "jobs_restarted", json_object_new_int64(s.jobs_restarted));
   json_object_object_add(queue, "restarts", json_object_new_int64(s.restarts));
   json_object_object_add(root, "queue", queue);
+  auto preemption_json = [](const PreemptionTally& t) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "preemptions", json_object_new_int64(t.preemptions));
+    json_object_object_add(o, "jobs_preempted", json_object_new_int64(t.jobs_preempted));
+    json_object_object_add(o, "lost_gpu_seconds", json_object_new_double(t.lost_gpu_seconds));
+    json_object_object_add(o, "other_requeues", json_object_new_int64(t.other_requeues));
+    return o;
+  };
+  json_object* preempt = preemption_json(s.preemptions_total);
+  json_object* by_team = json_object_new_object();
+  for (const auto& [team, t] : s.preemptions) json_object_object_add(by_team, team.c_str(), preemption_json(t));
+  json_object_object_add(preempt, "teams", by_team);
+  json_object_object_add(preempt, "window", json_object_new_string(s.accounting_read ? "job table and accounting's last 24 h"
+                                                                                     : "job table"));
+  json_object_object_add(root, "preemptions", preempt);
   json_object* frag = json_object_new_object();
   json_object_object_add(frag, "node_index", json_object_new_double(s.fragmentation.node_index));
   json_object_object_add(frag, "nvlink_domain_index", json_object_new_double(s.fragmentation.domain_index));

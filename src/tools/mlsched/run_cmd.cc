@@ -2,7 +2,8 @@
 // be preempted and resume: it tells the process where to checkpoint and what to
 // resume from, and forwards the job's checkpoint signal (Slurm delivers it to the
 // batch shell only). `mlsched ckpt done <path>`: the training process reports a
-// checkpoint as complete. Record keeping and fencing live in core/checkpoint.
+// checkpoint as complete (and, inside a job, reports it to slurmctld). Record
+// keeping, fencing and the report's format live in core/checkpoint.
 #include <slurm/slurm.h>
 
 #include <cerrno>
@@ -57,7 +58,13 @@ const char* const kCkptHelp =
     "complete, so the next run of the job resumes from it. Call it only after the\n"
     "checkpoint is fully written: a checkpoint never marked is never resumed from.\n"
     "Refused (exit 1) from a stale copy of the job: when a newer run (a higher\n"
-    "restart count) owns the checkpoint directory.\n";
+    "restart count) owns the checkpoint directory.\n"
+    "\n"
+    "Inside a job (SLURM_JOB_ID set) it also reports the time to slurmctld, as\n"
+    "mlsched-checkpoint=<epoch seconds> in the job's Comment (the rest of the comment\n"
+    "is kept), so preemption counts the work at risk from there and `mlsched why`\n"
+    "shows it. When that report fails it warns on stderr and still exits 0: the\n"
+    "checkpoint is marked, and resuming needs only the mark.\n";
 
 std::optional<std::string> read_text(const std::string& path) {
   std::ifstream in(path);
@@ -92,6 +99,60 @@ std::optional<JobDirectives> job_directives() {
   }
   if (msg) slurm_free_job_info_msg(msg);
   return d;
+}
+
+// Writes `time` into the job's Comment (checkpoint.h: with_checkpoint_report) as
+// the job's owner. Returns "" or what went wrong.
+std::string send_checkpoint_report(uint32_t job_id, int64_t time) {
+  slurm_init(nullptr);
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg || !msg->record_count) {
+    if (msg) slurm_free_job_info_msg(msg);
+    return std::string("cannot read job ") + std::to_string(job_id) + ": " + slurm_strerror(slurm_get_errno());
+  }
+  const char* old = msg->job_array[0].comment;
+  std::string comment = with_checkpoint_report(old ? old : "", time);
+  slurm_free_job_info_msg(msg);
+  job_desc_msg_t update;
+  slurm_init_job_desc_msg(&update);
+  update.job_id = job_id;
+  update.comment = comment.data();
+  if (slurm_update_job(&update) != SLURM_SUCCESS)
+    return std::string("cannot update job ") + std::to_string(job_id) + ": " + slurm_strerror(slurm_get_errno());
+  return "";
+}
+
+// Reports the checkpoint to slurmctld without ever failing the checkpoint: in a
+// child process, because libslurm ends the process (fatal) when it cannot read its
+// configuration, and bounded in time, because a hung controller must not stall
+// the training. The file mark is already written; this only informs preemption.
+void report_checkpoint(uint32_t job_id, int64_t time) {
+  // libslurm alone retries an unreachable controller for about 18 s.
+  constexpr unsigned kReportTimeout = 10;  // seconds
+  fflush(nullptr);
+  const pid_t child = fork();
+  if (child < 0) {
+    fprintf(stderr, "mlsched ckpt: warning: checkpoint marked, but not reported to slurmctld (cannot fork: %s)\n",
+            strerror(errno));
+    return;
+  }
+  if (child == 0) {
+    alarm(kReportTimeout);
+    const std::string why = send_checkpoint_report(job_id, time);
+    if (!why.empty()) fprintf(stderr, "mlsched ckpt: %s\n", why.c_str());
+    fflush(nullptr);
+    _exit(why.empty() ? 0 : 1);
+  }
+  int status = 0;
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return;
+  fprintf(stderr,
+          "mlsched ckpt: warning: checkpoint marked, but not reported to slurmctld%s; preemption estimates this "
+          "job's work at risk without it\n",
+          WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM
+              ? (" (no answer in " + std::to_string(kReportTimeout) + " s)").c_str()
+              : "");
 }
 
 }  // namespace
@@ -223,8 +284,11 @@ int cmd_ckpt(Args& args) {
   const std::string restart_text = env("MLSCHED_RESTART_COUNT");
   auto restart = parse_uint(restart_text);
   if (!restart || *restart > UINT32_MAX) throw ToolError("MLSCHED_RESTART_COUNT is not set: run the training under `mlsched run`");
-  const std::string why = mark_checkpoint_complete(dir, static_cast<uint32_t>(*restart), path, time(nullptr));
+  const int64_t now = time(nullptr);
+  const std::string why = mark_checkpoint_complete(dir, static_cast<uint32_t>(*restart), path, now);
   if (!why.empty()) throw ToolError(why);
+  if (auto job_id = parse_uint(env("SLURM_JOB_ID")); job_id && *job_id > 0 && *job_id <= UINT32_MAX)
+    report_checkpoint(static_cast<uint32_t>(*job_id), now);
   return 0;
 }
 

@@ -7,12 +7,19 @@
 
 #include <cstdlib>
 #include <ctime>
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/directives.h"
+#include "core/fairshare.h"
+#include "core/ops.h"
+#include "core/preempt.h"
+#include "core/priority.h"
 #include "core/hostlist.h"
 #include "core/text.h"
 #include "core/why.h"
@@ -26,6 +33,8 @@ extern "C" const char* slurm_node_state_string(uint32_t inx);
 
 namespace mlsched::tool {
 
+std::vector<TeamShareInfo> load_team_shares();  // shares.cc
+
 namespace {
 
 const char* const kWhyHelp =
@@ -35,10 +44,15 @@ const char* const kWhyHelp =
     "free now per GPU type, NVLink domain and switch), the running jobs in its\n"
     "way and when they end, its rank among pending jobs for the same GPUs, the\n"
     "ETA, and changes that would let it start now (computed on the same\n"
-    "snapshot). For a running job: where it runs, its GPUs and its directives.\n"
+    "snapshot), and its team's GPUs against its guarantee and fair share. For a\n"
+    "running job: where it runs (nodes, GPU indices, NVLink domain, switch and\n"
+    "cliques), whether it borrows, its last checkpoint under `mlsched run` (as the\n"
+    "job reported it to slurmctld, else from its checkpoint directory), and\n"
+    "its preemption history (also for a pending, requeued job).\n"
     "\n"
-    "NVLink domains come from mlsched.conf ($MLSCHED_CONF, else next to\n"
-    "slurm.conf); switches from Slurm's topology.\n"
+    "NVLink domains and quotas come from mlsched.conf ($MLSCHED_CONF, else next\n"
+    "to slurm.conf); NVLink cliques from gres.conf next to slurm.conf; switches\n"
+    "from Slurm's topology; team usage and shares from slurmctld (as sshare).\n"
     "\n"
     "Reasons:\n";
 
@@ -189,6 +203,81 @@ std::string state_name(const slurm_job_info_t& j) {
 
 json_object* jstr(const std::string& s) { return json_object_new_string(s.c_str()); }
 
+std::optional<std::string> read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream buf;
+  buf << in.rdbuf();
+  return buf.str();
+}
+
+std::string slurm_conf_dir() {
+  std::string slurm_conf = "/etc/slurm/slurm.conf";
+  if (const char* env = std::getenv("SLURM_CONF"); env && *env) slurm_conf = env;
+  const size_t slash = slurm_conf.rfind('/');
+  return slash == std::string::npos ? std::string(".") : slurm_conf.substr(0, slash);
+}
+
+// The latest complete checkpoint `mlsched run` recorded in its default directory
+// (mlsched-checkpoints/<jobid> in the job's working directory), when readable.
+void find_checkpoint(JobFacts& job, const std::string& work_dir) {
+  if (work_dir.empty()) {
+    job.checkpoint_note = "unknown (no working directory)";
+    return;
+  }
+  job.checkpoint_dir = work_dir + "/mlsched-checkpoints/" + std::to_string(job.job_id);
+  auto text = read_text(latest_file(job.checkpoint_dir));
+  if (!text) {
+    job.checkpoint_note = "none marked in " + job.checkpoint_dir + " (or not readable by you; `mlsched run " +
+                          "--checkpoint-dir` elsewhere is not seen)";
+    return;
+  }
+  auto record = parse_checkpoint_record(*text);
+  if (!record) {
+    job.checkpoint_note = "unreadable record in " + latest_file(job.checkpoint_dir);
+    return;
+  }
+  job.last_checkpoint = record->time;
+  job.last_checkpoint_path = record->path;
+}
+
+// Each team's usage and shares (as sshare shows them), the GPUs its running jobs
+// hold, and its guarantee the way the plugins compute it.
+void load_teams(Snapshot& snap, const Cluster& cluster, const job_info_msg_t* jobs, std::vector<std::string>& notes) {
+  std::vector<TeamShareInfo> shares;
+  try {
+    shares = load_team_shares();
+  } catch (const ToolError& e) {
+    notes.push_back(std::string(e.what()) + "; fair share not shown");
+  }
+  std::map<std::string, TeamStanding> standing;
+  for (const auto& t : shares) {
+    TeamView& v = snap.teams[t.team];
+    v.has_shares = true;
+    v.shares_norm = t.shares_norm;
+    v.usage_norm = t.usage_norm;
+    v.fairshare = t.fairshare;
+    standing[t.team].shares_norm = t.shares_norm;
+  }
+  for (uint32_t i = 0; jobs && i < jobs->record_count; ++i) {
+    const slurm_job_info_t& o = jobs->job_array[i];
+    const uint32_t base = o.job_state & JOB_STATE_BASE;
+    if (base != JOB_RUNNING || !o.account) continue;
+    // Suspended jobs are left out, as priority/mlsched counts them.
+    const GpuCounts g = gpu_counts_from_tres(str(o.tres_alloc_str));
+    TeamView& v = snap.teams[o.account];
+    for (const auto& [type, n] : g.by_type) v.in_use[lowercase(type)] += n;
+    if (g.untyped) v.in_use[""] += g.untyped;
+  }
+  ConfigResult conf = load_config_file(mlsched_conf_path());
+  const Config config = conf.config ? *conf.config : Config{};
+  std::map<std::string, uint32_t> cluster_gpus;
+  for (const auto& type : cluster.gpu_types()) cluster_gpus[lowercase(type)] = cluster.total_gpus(type);
+  const Quotas quotas(config, standing, cluster_gpus);
+  for (auto& [team, v] : snap.teams)
+    for (const auto& [type, n] : cluster_gpus) v.guaranteed[type] = quotas.guaranteed(team, type);
+}
+
 json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::vector<std::string>& notes) {
   json_object* root = json_object_new_object();
   json_object_object_add(root, "job_id", json_object_new_int64(job.job_id));
@@ -259,6 +348,70 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
   json_object* jnotes = json_object_new_array();
   for (const auto& n : notes) json_object_array_add(jnotes, jstr(n));
   json_object_object_add(root, "notes", jnotes);
+
+  auto team_json = [](const TeamView& v) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "share", v.has_shares ? json_object_new_double(v.shares_norm) : nullptr);
+    json_object_object_add(o, "usage_share", v.has_shares ? json_object_new_double(v.usage_norm) : nullptr);
+    json_object_object_add(o, "fairshare", v.has_shares ? json_object_new_double(v.fairshare) : nullptr);
+    return o;
+  };
+  const TeamReport& t = rep.team;
+  if (t.known) {
+    json_object* o = team_json(t.view);
+    json_object_object_add(o, "team", jstr(t.team));
+    json_object_object_add(o, "gpu_type", jstr(t.gpu_type));
+    json_object_object_add(o, "holds", json_object_new_int64(t.holds));
+    json_object_object_add(o, "guaranteed", json_object_new_int64(t.guaranteed));
+    json_object_object_add(o, "job_gpus", json_object_new_int64(t.job_gpus));
+    json_object_object_add(o, "job_borrows", json_object_new_boolean(t.job_borrows));
+    json_object_object_add(o, "borrowing_from", t.borrowing_from.empty() ? nullptr : jstr(t.borrowing_from));
+    json_object_object_add(root, "team", o);
+  } else {
+    json_object_object_add(root, "team", nullptr);
+  }
+  json_object* ahead_teams = json_object_new_array();
+  for (const auto& [name, v] : rep.teams_ahead) {
+    json_object* o = team_json(v);
+    json_object_object_add(o, "team", jstr(name));
+    json_object_array_add(ahead_teams, o);
+  }
+  json_object_object_add(root, "teams_ahead", ahead_teams);
+  json_object_object_add(root, "borrowing_mark", job.borrowing_mark ? jstr(*job.borrowing_mark) : nullptr);
+  json_object* pre = json_object_new_object();
+  json_object_object_add(pre, "times", json_object_new_int64(job.preemptions.times));
+  json_object_object_add(pre, "last_at", json_object_new_int64(job.preemptions.last_at));
+  json_object_object_add(pre, "last_by", json_object_new_int64(job.preemptions.last_by));
+  json_object_object_add(pre, "lost_gpu_seconds", json_object_new_double(job.preemptions.lost_gpu_seconds));
+  json_object_object_add(root, "preemptions", pre);
+  if (job.last_checkpoint) {
+    json_object* ck = json_object_new_object();
+    json_object_object_add(ck, "time", json_object_new_int64(job.last_checkpoint));
+    json_object_object_add(ck, "path", job.last_checkpoint_path.empty() ? nullptr : jstr(job.last_checkpoint_path));
+    json_object_object_add(ck, "reported", json_object_new_boolean(job.checkpoint_reported));
+    json_object_object_add(root, "last_checkpoint", ck);
+  } else {
+    json_object_object_add(root, "last_checkpoint", nullptr);
+  }
+  json_object* placement = json_object_new_array();
+  for (const auto& p : rep.placement) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "node", jstr(p.node));
+    json_object* g = json_object_new_array();
+    for (int i : p.gpus) json_object_array_add(g, json_object_new_int(i));
+    json_object_object_add(o, "gpus", g);
+    json_object_object_add(o, "nvlink_domain", p.nvlink_domain.empty() ? nullptr : jstr(p.nvlink_domain));
+    json_object_object_add(o, "switch", p.leaf_switch.empty() ? nullptr : jstr(p.leaf_switch));
+    json_object* cl = json_object_new_array();
+    for (const auto& c : p.cliques) {
+      json_object* one = json_object_new_array();
+      for (int i : c) json_object_array_add(one, json_object_new_int(i));
+      json_object_array_add(cl, one);
+    }
+    json_object_object_add(o, "nvlink_cliques", cl);
+    json_object_array_add(placement, o);
+  }
+  json_object_object_add(root, "placement", placement);
   return root;
 }
 
@@ -307,6 +460,20 @@ int cmd_why(Args& args) {
   job.directives = parse_stored_directives(job.admin_comment);
   job.request = request_of(j, job.directives);
   job.gpus_by_node = gpus_by_node(j);
+  job.borrowing_mark = stored_token(job.admin_comment, "borrowing");
+  job.preemptions = preemption_history(job.admin_comment);
+  if (job.state == "RUNNING" || job.state == "SUSPENDED") {
+    find_checkpoint(job, str(j.work_dir));
+    // What the job reported to slurmctld (its Comment) is readable from any login
+    // node; the directory's record, when readable, adds the path. Counted only within
+    // this run, as preempt/mlsched counts it.
+    const auto reported = trusted_checkpoint_time(checkpoint_report(str(j.comment)), j.start_time, now);
+    if (reported && *reported >= job.last_checkpoint) {
+      if (*reported != job.last_checkpoint) job.last_checkpoint_path.clear();
+      job.last_checkpoint = *reported;
+      job.checkpoint_reported = true;
+    }
+  }
 
   for (const auto& ref : parse_dependencies(str(j.dependency))) {
     UpstreamJob up;
@@ -350,6 +517,7 @@ int cmd_why(Args& args) {
       pj.name = str(o.name);
       pj.user = user_name(o.user_id, o.user_name);
       pj.partition = str(o.partition);
+      pj.account = str(o.account);
       pj.priority = o.priority;
       const GpuNeed r = request_of(o, parse_stored_directives(str(o.admin_comment)));
       pj.gpu_types = r.gpu_types;
@@ -357,6 +525,9 @@ int cmd_why(Args& args) {
       if (pj.gpus > 0) snap.pending.push_back(pj);
     }
   }
+
+  load_teams(snap, cluster, all.msg, notes);
+  if (auto gres = read_text(slurm_conf_dir() + "/gres.conf")) snap.node_cliques = nvlink_cliques_from_gres_conf(*gres);
 
   const WhyReport report = explain(job, snap);
   if (json) {

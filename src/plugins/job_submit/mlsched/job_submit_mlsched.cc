@@ -5,6 +5,7 @@
 #include <exception>
 #include <string>
 
+#include "core/checkpoint.h"
 #include "core/submit.h"
 #include "core/text.h"
 #include "plugins/common/cluster_snapshot.h"
@@ -129,11 +130,18 @@ MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, cha
 
 // Directives are fixed at submission: the stored form is in the admin comment,
 // which users cannot change. A modify may not sneak new directives in through the
-// comment, nor ask for a GPU type the directives exclude. job_modify has no message
-// channel in Slurm 22.05, so the reason goes to slurmctld's log.
+// comment, nor ask for a GPU type the directives exclude. An update that changes
+// nothing in the comment but its `mlsched-checkpoint=` report (what `mlsched ckpt
+// done` sends) always passes, also when the comment holds the directives an srun
+// was submitted with; preempt/mlsched trusts such a report only within the job's
+// current run (trusted_checkpoint_time). job_modify has no message channel in
+// Slurm 22.05, so the reason goes to slurmctld's log.
 MLSCHED_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
   try {
-    if (job_desc->comment) {
+    const bool only_checkpoint_report =
+        job_desc->comment && mlsched::without_checkpoint_report(job_desc->comment) ==
+                                 mlsched::without_checkpoint_report(str(job_ptr->comment));
+    if (job_desc->comment && !only_checkpoint_report) {
       const std::string c = mlsched::trim(job_desc->comment);
       if (mlsched::starts_with(mlsched::lowercase(c), mlsched::kStoredPrefix)) {
         info("%s: refused update of job %u by uid %u: directives are fixed at submission", kLog,

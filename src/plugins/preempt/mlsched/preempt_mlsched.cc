@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "core/checkpoint.h"
 #include "core/directives.h"
 #include "core/fairshare.h"
 #include "core/hostlist.h"
@@ -88,11 +89,17 @@ std::map<uint32_t, std::vector<uint32_t>> g_reclaiming;  // preemptor -> victims
 
 mlsched::plugin::PeriodicWorker g_worker;
 
+// Whether priority/mlsched is the priority plugin: then its `borrowing=` marks on
+// running jobs say which jobs borrow (see mlsched::decide_borrowing). PriorityType
+// only changes with a controller restart, so init() reads it once.
+bool g_priority_marks = false;
+
 // One preemptor's scan over the running jobs.
 struct Scan {
   uint32_t preemptor_id = 0;
   time_t started = 0;
   bool ranked = false;
+  bool have_snapshot = false;  // false before the first refresh: nobody is preempted
   std::shared_ptr<const Snapshot> snapshot;
   mlsched::Preemptor preemptor;
   std::vector<mlsched::PreemptNode> nodes;          // those the preemptor may run on
@@ -129,7 +136,14 @@ mlsched::PreemptCandidate candidate_of(const job_record_t* job_ptr, const mlsche
     for (size_t i = 0; i < nodes.size(); ++i) c.gpus_on_node[nodes[i]] = per + (i < extra ? 1 : 0);
   }
   c.start_time = job_ptr->start_time;
-  c.times_preempted = job_ptr->restart_cnt;
+  // PreemptMaxPerJob counts our own `preempted=` mark; Slurm's restart count also
+  // holds time-limit and node-failure requeues, which only max-restarts counts.
+  c.times_preempted = mlsched::preemption_history(str(job_ptr->admin_comment)).times;
+  c.restarts = job_ptr->restart_cnt;
+  // What `mlsched ckpt done` reported in the job's Comment: string parsing only
+  // (callers hold the job lock). lost_work() clamps it to this run, so a false
+  // report can only make this job the cheaper victim.
+  c.last_checkpoint = mlsched::checkpoint_report(str(job_ptr->comment));
   if (auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment))) {
     c.has_directives = true;
     c.preemptible = d->preemptible;
@@ -258,7 +272,7 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, const mlsche
   auto scan = std::make_unique<Scan>();
   scan->preemptor_id = preemptor_ptr->job_id;
   scan->started = time(nullptr);
-  bool have_snapshot;
+  bool& have_snapshot = scan->have_snapshot;
   {
     std::lock_guard<std::mutex> guard(g_snapshot_mutex);
     have_snapshot = g_latest != nullptr;
@@ -286,6 +300,9 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, const mlsche
   const auto wanted = mlsched::gpu_counts_from_tres(str(preemptor_ptr->tres_fmt_req_str));
   p.gpus = wanted.total();
   p.gpu_type = single_type(wanted);
+  // Slurm sets begin_time when the job becomes eligible (dependencies met, --begin
+  // passed) and again on a requeue: the large-gang rule counts from there.
+  if (preemptor_ptr->details) p.eligible_since = preemptor_ptr->details->begin_time;
   if (auto d = mlsched::parse_stored_directives(str(preemptor_ptr->admin_comment))) {
     // Only a strict locality binds the select plugin; a preferred one may widen.
     if (d->locality_mode == mlsched::LocalityMode::strict) p.locality = d->locality;
@@ -336,6 +353,43 @@ void rank_scan(Scan& scan) {
   else debug("%s: %s", kLog, line);
 }
 
+// Slurm asks for the grace time exactly once per victim, when it picks it (the
+// preemptor's scan on this thread chose it): the moment to record the preemption
+// on the victim. Only the job record in memory changes here (slurmctld holds the
+// job write lock); Slurm saves it with the job's requeue.
+void record_preemption(job_record_t* job_ptr) {
+  // Asked just before Slurm sets preempt_time: a set one means already recorded.
+  if (!job_ptr || job_ptr->preempt_time != 0) return;
+  const time_t now = time(nullptr);
+  uint32_t preemptor = 0;
+  std::optional<mlsched::PreemptCandidate> seen;
+  if (t_scan) {
+    for (const auto& c : t_scan->allowed)
+      if (c.job_id == job_ptr->job_id) {
+        preemptor = t_scan->preemptor_id;
+        seen = c;
+      }
+  }
+  if (!preemptor) {
+    std::lock_guard<std::mutex> guard(g_reclaim_mutex);
+    for (const auto& [by, victims] : g_reclaiming)
+      for (uint32_t v : victims)
+        if (v == job_ptr->job_id) preemptor = by;
+  }
+  const auto cfg = config();
+  const mlsched::PreemptCandidate victim = seen ? *seen : candidate_of(job_ptr, cfg ? *cfg : mlsched::Config{});
+  const double lost = mlsched::lost_work(victim, now);
+  const std::string after =
+      mlsched::with_preemption_recorded(str(job_ptr->admin_comment), preemptor, now, lost);
+  xfree(job_ptr->admin_comment);
+  job_ptr->admin_comment = xstrdup(after.c_str());
+  const auto checkpoint = mlsched::trusted_checkpoint_time(victim.last_checkpoint, victim.start_time, now);
+  const std::string basis = checkpoint ? "its checkpoint reported " + std::to_string(now - *checkpoint) + " s ago"
+                                       : "no checkpoint reported in this run";
+  info("%s: JobId=%u preempted for JobId=%u, about %.0f GPU-seconds of work at risk (%s)", kLog, job_ptr->job_id,
+       preemptor, lost, basis.c_str());
+}
+
 uint32_t grace_of(const job_record_t* job_ptr, const mlsched::Config& config) {
   if (!job_ptr) return 0;
   auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment));
@@ -349,6 +403,7 @@ uint32_t grace_of(const job_record_t* job_ptr, const mlsched::Config& config) {
 MLSCHED_EXPORT int init(void) {
   return mlsched::plugin::guarded(kLog, "init", SLURM_ERROR, [] {
     if (!g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
+    g_priority_marks = !xstrcasecmp(slurm_conf.priority_type, "priority/mlsched");
     g_worker.start(refresh_loop);
     verbose("%s loaded", plugin_type);
     return SLURM_SUCCESS;
@@ -380,21 +435,29 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
       t_scan = start_scan(preemptor, *cfg);
     Scan& scan = *t_scan;
     scan.asked.insert(preemptee->job_id);
-    if (!IS_JOB_RUNNING(preemptee)) return false;
+    if (!IS_JOB_RUNNING(preemptee) || !scan.have_snapshot) return false;
     if (!scan.in_progress.empty() && !scan.in_progress.count(preemptee->job_id)) {
       debug2("%s: JobId=%u waits for its earlier victims before JobId=%u", kLog, preemptor->job_id,
              preemptee->job_id);
       return false;
     }
-    // The victim's own record is fresh; whether it borrows comes from the snapshot
-    // (a job started since is not known to borrow, so it is left alone).
+    // The victim's own record is fresh. Whether it borrows: priority/mlsched's mark
+    // when that plugin runs, else the snapshot's estimate (a job started since is
+    // not known to borrow, so it is left alone).
     mlsched::PreemptCandidate victim = candidate_of(preemptee, *cfg);
     auto known = scan.snapshot->running.find(preemptee->job_id);
-    victim.borrowing = known != scan.snapshot->running.end() && known->second.borrowing;
+    const bool estimate = known != scan.snapshot->running.end() && known->second.borrowing;
+    const auto borrowing = mlsched::decide_borrowing(
+        mlsched::stored_token(str(preemptee->admin_comment), "borrowing"), g_priority_marks, estimate);
+    victim.borrowing = borrowing.borrowing;
+    if (borrowing.borrowing && scan.preemptor.borrowing &&
+        mlsched::starving_large_gang(scan.preemptor, *cfg, now))
+      debug("%s: JobId=%u (%u GPUs) has waited %ld s: as a large gang it may reclaim borrowed GPUs", kLog,
+            preemptor->job_id, scan.preemptor.gpus, static_cast<long>(now - scan.preemptor.eligible_since));
     const auto verdict = mlsched::may_preempt(scan.preemptor, victim, *cfg, now);
     if (verdict != mlsched::PreemptVerdict::allowed) {
-      debug2("%s: JobId=%u may not preempt JobId=%u: %s", kLog, preemptor->job_id, preemptee->job_id,
-             mlsched::verdict_name(verdict));
+      debug2("%s: JobId=%u may not preempt JobId=%u: %s (borrowing: %s)", kLog, preemptor->job_id,
+             preemptee->job_id, mlsched::verdict_name(verdict), mlsched::borrowing_source_name(borrowing.source));
       return false;
     }
     scan.allowed.push_back(std::move(victim));
@@ -444,6 +507,7 @@ MLSCHED_EXPORT int preempt_p_get_data(job_record_t* job_ptr, slurm_preempt_data_
         // Slurm asks once per victim when it is picked, then waits this long
         // after sending the checkpoint signal before requeueing it.
         *static_cast<uint32_t*>(data) = cfg ? grace_of(job_ptr, *cfg) : 0;
+        record_preemption(job_ptr);
         return SLURM_SUCCESS;
     }
     error("%s: unknown preempt data type %d", kLog, static_cast<int>(data_type));

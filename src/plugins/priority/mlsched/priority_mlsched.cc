@@ -6,11 +6,13 @@
 // and sshare show back, and saves usage to StateSaveLocation after the locks are
 // released. Client commands (sprio, sshare) load this plugin too: there, init()
 // does nothing.
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <fstream>
@@ -91,6 +93,10 @@ void note_job_table_seen() {
 // The pass thread.
 mlsched::plugin::PeriodicWorker g_worker;
 
+// Set when the saved usage was missing or unusable: the first pass then rebuilds
+// what the job table still tells (see rebuild_from_job_table). Under g_mutex.
+bool g_rebuild_usage = false;
+
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
 std::string state_path() { return str(slurm_conf.state_save_location) + "/" + kStateFile; }
@@ -120,6 +126,53 @@ mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config&
   return config.default_job_type;
 }
 
+// GPU-seconds a job consumed in its earlier runs, in mlsched's part of its admin
+// comment: slurmctld saves that with the job, so it survives restarts (and a lost
+// usage file), and `scontrol show job` shows it. Only requeued jobs carry it.
+constexpr const char* kAttainedKey = "attained-gpu-seconds";
+
+double attained_of(const job_record_t* job_ptr) {
+  if (!job_ptr->admin_comment) return 0;
+  const auto v = mlsched::stored_token(job_ptr->admin_comment, kAttainedKey);
+  if (!v) return 0;
+  const auto n = mlsched::parse_uint(*v);
+  return n ? static_cast<double>(*n) : 0.0;
+}
+
+// When a requeued job was first submitted (epoch seconds): Slurm gives a requeued
+// job a new submit time, and the age term counts from this one instead.
+constexpr const char* kFirstSubmitKey = "first-submit";
+
+int64_t first_submit_of(const job_record_t* job_ptr) {
+  if (!job_ptr->admin_comment) return 0;
+  const auto v = mlsched::stored_token(job_ptr->admin_comment, kFirstSubmitKey);
+  const auto n = v ? mlsched::parse_uint(*v) : std::nullopt;
+  return n ? static_cast<int64_t>(*n) : 0;
+}
+
+// A run ended: a job that will run again (requeued, preempted, or requeued after a
+// node failure) adds the run's GPU-seconds to its attained service and keeps its
+// first submit time. Jobs that are done get no mark. This is called from
+// priority_p_job_end() while Slurm still holds the original submit time (with
+// AccountingStorageEnforce=limits), else from the next pass, after the requeue
+// reset it: the age then restarts there. Caller holds the job write lock.
+void record_run_end(job_record_t* job_ptr, double run_gpu_seconds) {
+  const uint32_t base = job_ptr->job_state & JOB_STATE_BASE;
+  const bool again = (job_ptr->job_state & JOB_REQUEUE) || base == JOB_PENDING || base == JOB_PREEMPTED ||
+                     base == JOB_NODE_FAIL;
+  if (!again) return;
+  std::string text = str(job_ptr->admin_comment);
+  const std::string before = text;
+  if (run_gpu_seconds >= 0.5)
+    text = mlsched::with_stored_token(text, kAttainedKey,
+                                      std::to_string(std::llround(attained_of(job_ptr) + run_gpu_seconds)));
+  if (!first_submit_of(job_ptr) && job_ptr->details && job_ptr->details->submit_time > 0)
+    text = mlsched::with_stored_token(text, kFirstSubmitKey, std::to_string(job_ptr->details->submit_time));
+  if (text == before) return;
+  xfree(job_ptr->admin_comment);
+  job_ptr->admin_comment = xstrdup(text.c_str());
+}
+
 mlsched::PricedJob pending_job(const job_record_t* job_ptr, const mlsched::Config& config) {
   mlsched::PricedJob p;
   p.job_id = job_ptr->job_id;
@@ -127,14 +180,22 @@ mlsched::PricedJob pending_job(const job_record_t* job_ptr, const mlsched::Confi
   const auto gpus = mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_req_str));
   p.gpus = gpus.total();
   if (gpus.by_type.size() == 1 && gpus.untyped == 0) p.gpu_type = gpus.by_type.begin()->first;
-  // submit_time survives a requeue, so a preempted job keeps the age it had.
   p.submit_time = job_ptr->details ? job_ptr->details->submit_time : job_ptr->start_time;
+  // A requeued job keeps the age it had: Slurm's submit time is that of the requeue.
+  if (const int64_t first = first_submit_of(job_ptr); first > 0 && first < p.submit_time) {
+    p.queued_time = p.submit_time;
+    p.submit_time = first;
+  }
   p.type = job_type_of(job_ptr, config);
   // Caller holds assoc_mgr's QOS read lock.
   if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage) p.qos_norm = job_ptr->qos_ptr->usage->norm_priority;
   if (job_ptr->part_ptr) p.partition_norm = job_ptr->part_ptr->norm_priority;
   if (job_ptr->details) p.nice = static_cast<int64_t>(job_ptr->details->nice) - NICE_OFFSET;
   p.site = static_cast<int64_t>(job_ptr->site_factor) - NICE_OFFSET;
+  if (config.attained_service.enabled()) {
+    if (job_ptr->part_ptr) p.partition = str(job_ptr->part_ptr->name);
+    p.attained_gpu_seconds = attained_of(job_ptr);
+  }
   return p;
 }
 
@@ -148,8 +209,10 @@ void store_factors(job_record_t* job_ptr, const mlsched::PriorityFactors& f) {
   o->priority_js = f.job_size;    // JOBSIZE: the size-aware age term
   o->priority_qos = f.qos;        // QOS
   o->priority_part = f.partition; // PARTITION
-  // SITE: the job type's weight plus the admin's site factor.
-  o->priority_site = static_cast<uint32_t>(job_ptr->site_factor + static_cast<uint32_t>(std::lround(f.job_type)));
+  // SITE: the job type's weight, the attained-service term (0 or negative) and the
+  // admin's site factor (stored offset by NICE_OFFSET, as sprio reads it).
+  const int64_t site = static_cast<int64_t>(job_ptr->site_factor) + std::llround(f.job_type + f.attained_service);
+  o->priority_site = static_cast<uint32_t>(std::clamp<int64_t>(site, 0, UINT32_MAX));
   o->nice = job_ptr->details ? job_ptr->details->nice : NICE_OFFSET;
   o->direct_prio = 0;
 }
@@ -234,6 +297,32 @@ std::map<std::string, uint32_t> cluster_gpus_by_type() {
   return gpus;
 }
 
+// The saved usage was missing or unusable: charge what the job table still holds,
+// the jobs that ended within MinJobAge (running jobs are charged from their start by
+// the pass itself). Older usage is gone: it is in slurmdbd, but reading it there
+// would block under the locks, and with a half-life of days it weighs less each
+// day anyway. Caller holds the job write lock and g_mutex.
+void rebuild_from_job_table(const mlsched::GpuWeights& weights) {
+  size_t ended = 0, running = 0;
+  if (job_list) {
+    ListIterator it = list_iterator_create(job_list);
+    while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
+      if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) {
+        ++running;
+        continue;
+      }
+      if (!IS_JOB_FINISHED(job_ptr) || !job_ptr->start_time || job_ptr->end_time <= job_ptr->start_time) continue;
+      if (g_ledger.charged_through(job_ptr->job_id)) continue;
+      g_ledger.job_end(running_job(job_ptr, weights), job_ptr->end_time, is_lost_to_node_failure(job_ptr));
+      ++ended;
+    }
+    list_iterator_destroy(it);
+  }
+  info("%s: rebuilt usage from the job table: %zu running jobs charged from their start, %zu jobs that ended "
+       "within MinJobAge charged for their run; usage older than that starts from zero",
+       kLog, running, ended);
+}
+
 // One pass; see the file comment. Returns the ledger's text to save.
 std::string run_pass(const mlsched::Config& config) {
   slurmctld_lock_t job_write = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
@@ -251,6 +340,11 @@ std::string run_pass(const mlsched::Config& config) {
     in.teams = teams_from_assoc_mgr();
     std::vector<job_record_t*> pending_ptrs;
     std::vector<job_record_t*> running_ptrs;  // parallel to in.running
+    // Every pending job loses its borrowing mark, held ones (priority 0) and ones an
+    // admin prioritised too, though only the others are priced: this pass marks the
+    // job table seen, so the mark pass would not look at them again until the next
+    // change, and a held requeued victim would keep `borrowing=yes` while it waits.
+    std::vector<job_record_t*> unmark_ptrs;
     if (job_list) {
       ListIterator it = list_iterator_create(job_list);
       while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
@@ -260,9 +354,12 @@ std::string run_pass(const mlsched::Config& config) {
             in.running.push_back(running_job(job_ptr, weights));
             running_ptrs.push_back(job_ptr);
           }
-        } else if (IS_JOB_PENDING(job_ptr) && job_ptr->priority != 0 && !job_ptr->direct_set_prio) {
-          pending_ptrs.push_back(job_ptr);
-          in.pending.push_back(pending_job(job_ptr, config));
+        } else if (IS_JOB_PENDING(job_ptr)) {
+          if (job_ptr->admin_comment) unmark_ptrs.push_back(job_ptr);
+          if (job_ptr->priority != 0 && !job_ptr->direct_set_prio) {
+            pending_ptrs.push_back(job_ptr);
+            in.pending.push_back(pending_job(job_ptr, config));
+          }
         }
       }
       list_iterator_destroy(it);
@@ -277,10 +374,20 @@ std::string run_pass(const mlsched::Config& config) {
     for (uint32_t id : g_ledger.tracked_job_ids()) {
       if (running_ids.count(id)) continue;
       job_record_t* job_ptr = find_job_record(id);
-      if (!job_ptr) g_ledger.forget(id);
-      else if (!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr))
-        g_ledger.job_end(running_job(job_ptr, weights), job_ptr->end_time ? job_ptr->end_time : now,
-                         is_lost_to_node_failure(job_ptr));
+      if (!job_ptr) {
+        g_ledger.forget(id);
+      } else if (!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) {
+        // A requeued batch job is pending again with its run's start and end
+        // cleared: it ran up to where it was last charged, no further.
+        int64_t end = job_ptr->end_time;
+        if (!end) end = job_ptr->start_time ? now : g_ledger.charged_through(id).value_or(now);
+        record_run_end(job_ptr, g_ledger.job_end(running_job(job_ptr, weights), end,
+                                                  is_lost_to_node_failure(job_ptr)));
+      }
+    }
+    if (g_rebuild_usage) {
+      rebuild_from_job_table(weights);
+      g_rebuild_usage = false;
     }
     const mlsched::PassResult result = mlsched::priority_pass(config, g_ledger, in, now);
     for (size_t i = 0; i < pending_ptrs.size(); ++i) {
@@ -296,7 +403,7 @@ std::string run_pass(const mlsched::Config& config) {
       }
       list_iterator_destroy(it);
     }
-    const bool marks_changed = mark_borrowing(running_ptrs, result.running_borrowing, pending_ptrs);
+    const bool marks_changed = mark_borrowing(running_ptrs, result.running_borrowing, unmark_ptrs);
     g_standing = result.standing;
     g_in_use = result.in_use;
     g_cluster_gpus = in.cluster_gpus_by_type;
@@ -358,24 +465,35 @@ void save_state(const std::string& text) {
   if (!problem.empty()) error("%s: cannot save usage: %s", kLog, problem.c_str());
 }
 
-// A missing or unreadable state is not fatal: usage restarts from zero, and running
-// jobs are charged again from their start on the first pass.
+// A missing or unreadable state is not fatal: slurmctld starts, and the first pass
+// rebuilds usage from the job table (rebuild_from_job_table). A corrupt file is
+// kept aside for the admin rather than overwritten by the next save. Called from
+// init(), before the pass thread starts and without slurmctld's locks.
 void load_state(uint32_t half_life_seconds) {
   const std::string path = state_path();
   std::ifstream in(path);
   if (!in) {
-    info("%s: no saved usage in %s; starting with none (running jobs are charged from their start)", kLog,
-         path.c_str());
+    const int err = errno;
+    // Slurm 22.05 has no warning level: error() with the word, as for a corrupt file.
+    error("%s: WARNING: saved usage %s: %s; rebuilding usage from the job table (expected on the first start with "
+          "priority/mlsched)",
+          kLog, path.c_str(), err == ENOENT ? "no such file" : strerror(err));
+    std::lock_guard<std::mutex> guard(g_mutex);
+    g_rebuild_usage = true;
     return;
   }
   std::stringstream buf;
   buf << in.rdbuf();
   std::string why;
+  // A read error leaves the text short of its "end" line, which parse() rejects.
   auto ledger = mlsched::UsageLedger::parse(buf.str(), half_life_seconds, &why);
   if (!ledger) {
-    error("%s: WARNING: saved usage in %s is unusable (%s); starting with none (running jobs are charged from "
-          "their start)",
-          kLog, path.c_str(), why.c_str());
+    const std::string aside = path + ".corrupt";
+    const bool kept = std::rename(path.c_str(), aside.c_str()) == 0;
+    error("%s: WARNING: saved usage in %s is corrupt (%s); %s; rebuilding usage from the job table", kLog,
+          path.c_str(), why.c_str(), kept ? ("kept it as " + aside).c_str() : "could not move it aside");
+    std::lock_guard<std::mutex> guard(g_mutex);
+    g_rebuild_usage = true;
     return;
   }
   std::lock_guard<std::mutex> guard(g_mutex);
@@ -579,7 +697,8 @@ MLSCHED_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
     const auto job = running_job(job_ptr, weights);
     std::lock_guard<std::mutex> guard(g_mutex);
     if (!g_ledger.charged_through(job.job_id) && !job.start_time) return;
-    g_ledger.job_end(job, job_ptr->end_time ? job_ptr->end_time : time(nullptr), is_lost_to_node_failure(job_ptr));
+    record_run_end(job_ptr, g_ledger.job_end(job, job_ptr->end_time ? job_ptr->end_time : time(nullptr),
+                                              is_lost_to_node_failure(job_ptr)));
   } catch (const std::exception& e) {
     error("%s: job_end of job %u: %s", kLog, job_ptr ? job_ptr->job_id : 0, e.what());
   } catch (...) {

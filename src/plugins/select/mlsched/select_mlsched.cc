@@ -5,10 +5,12 @@
 // fits, best fit) and hands cons_tres the narrowed node set; after a successful
 // run-now it moves the job's GPUs onto one NVLink clique per node where possible.
 #include <algorithm>
+#include <cstring>
 #include <ctime>
 #include <deque>
 #include <exception>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -93,6 +95,8 @@ std::map<uint32_t, std::deque<time_t>> g_node_failures;
 
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
+bool is_gpu(const gres_state_t* gres_state) { return gres_state->gres_name && !strcmp(gres_state->gres_name, "gpu"); }
+
 // What the core needs to know about the job: its gang and its directives.
 bool gpu_request(job_record_t* job_ptr, uint32_t min_nodes, mlsched::PlacementRequest& req) {
   mlsched::JobRequest jr;
@@ -134,7 +138,7 @@ mlsched::ClusterState current_state(const mlsched::plugin::ClusterModel& model, 
       ListIterator it = list_iterator_create(node_ptr->gres_list);
       gres_state_t* gres_state;
       while ((gres_state = static_cast<gres_state_t*>(list_next(it)))) {
-        if (str(gres_state->gres_name) != "gpu") continue;
+        if (!is_gpu(gres_state)) continue;
         auto* ns = static_cast<gres_node_state_t*>(gres_state->gres_data);
         if (!ns) continue;
         if (ns->gres_bit_alloc) {
@@ -180,27 +184,25 @@ void set_reason(job_record_t* job_ptr, const std::string& reason) {
 void align_gpus_to_cliques(job_record_t* job_ptr, bitstr_t* selected, const mlsched::plugin::ClusterModel& model,
                            const mlsched::ClusterState& state) {
   if (!job_ptr->gres_list_req) return;
-  std::map<uint32_t, size_t> model_of;  // slurm index -> model index
-  for (size_t k = 0; k < model.slurm_index.size(); ++k) model_of[model.slurm_index[k]] = k;
   ListIterator it = list_iterator_create(job_ptr->gres_list_req);
   gres_state_t* gres_state;
   while ((gres_state = static_cast<gres_state_t*>(list_next(it)))) {
-    if (str(gres_state->gres_name) != "gpu") continue;
+    if (!is_gpu(gres_state)) continue;
     auto* js = static_cast<gres_job_state_t*>(gres_state->gres_data);
     if (!js || !js->gres_bit_select) continue;
     for (int64_t i = bit_ffs(selected); i >= 0 && i <= bit_fls(selected); i++) {
       if (!bit_test(selected, i) || i >= static_cast<int64_t>(js->total_node_cnt)) continue;
       bitstr_t* pick = js->gres_bit_select[i];
-      auto m = model_of.find(static_cast<uint32_t>(i));
-      if (!pick || m == model_of.end()) continue;
-      const auto& node = model.cluster.nodes()[m->second];
+      const int m = i < static_cast<int64_t>(model.model_index.size()) ? model.model_index[i] : -1;
+      if (!pick || m < 0) continue;
+      const auto& node = model.cluster.nodes()[m];
       if (node.nvlink_cliques.size() < 2) continue;
       const int64_t bits = bit_size(pick);
       std::vector<bool> free(bits, false);
       uint32_t count = 0;
       bool picked_free = true;
       for (int64_t g = 0; g < bits; g++) {
-        free[g] = g < static_cast<int64_t>(state[m->second].gpu_busy.size()) && !state[m->second].gpu_busy[g];
+        free[g] = g < static_cast<int64_t>(state[m].gpu_busy.size()) && !state[m].gpu_busy[g];
         if (bit_test(pick, g)) {
           ++count;
           picked_free = picked_free && free[g];
@@ -224,7 +226,13 @@ int inner_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, 
 }
 
 // Nodes of the acceptable GPU types (all GPU types when none is named).
-std::vector<size_t> nodes_of_types(const mlsched::Cluster& cluster, const std::vector<std::string>& types) {
+std::vector<size_t> nodes_of_types(const mlsched::plugin::ClusterModel& model, const std::vector<std::string>& types) {
+  if (types.empty()) return model.gpu_nodes;
+  if (types.size() == 1) {
+    auto it = model.nodes_of_type.find(types[0]);
+    return it == model.nodes_of_type.end() ? std::vector<size_t>() : it->second;
+  }
+  const mlsched::Cluster& cluster = model.cluster;
   std::vector<size_t> out;
   for (size_t k = 0; k < cluster.nodes().size(); ++k) {
     const auto& n = cluster.nodes()[k];
@@ -243,8 +251,8 @@ mlsched::PlacementPolicy policy_of(const mlsched::Config& config) {
 // The placement-aware job_test. Returns the inner plugin's code.
 int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                     uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
-                    bitstr_t* exc_core_bitmap, const mlsched::PlacementRequest& request) {
-  const auto config = g_config.get();
+                    bitstr_t* exc_core_bitmap, const mlsched::PlacementRequest& request,
+                    const std::shared_ptr<const mlsched::Config>& config) {
   const auto model = g_cluster.get(*config, g_config.generation(), kLog);
   const mlsched::Cluster& cluster = model->cluster;
   std::vector<bool> eligible(cluster.nodes().size());
@@ -269,7 +277,7 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
 
   if (mode == SELECT_MODE_TEST_ONLY) {
     // "Could it ever run": only the static restriction to acceptable GPU types.
-    auto [rc, trial] = attempt(nodes_of_types(cluster, request.gpu_types), mode, preemptee_job_list);
+    auto [rc, trial] = attempt(nodes_of_types(*model, request.gpu_types), mode, preemptee_job_list);
     return rc == SLURM_SUCCESS ? accept(trial) : rc;
   }
 
@@ -294,8 +302,8 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
       for (const auto& u : units)
         if (places.size() < 4) places.push_back(u.unit_nodes);
     } else {
-      for (const auto& type : request.gpu_types.empty() ? cluster.gpu_types() : request.gpu_types)
-        places.push_back(nodes_of_types(cluster, {type}));
+      for (const auto& type : request.gpu_types.empty() ? model->gpu_types : request.gpu_types)
+        places.push_back(nodes_of_types(*model, {type}));
     }
     const time_t original_start = job_ptr->start_time;
     time_t best_start = 0;
@@ -353,9 +361,9 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
   if (request.mode == mlsched::LocalityMode::prefer || request.locality == mlsched::Locality::any) {
     // Not strict: anywhere on one GPU type is better than waiting (the candidates
     // above already tried the tighter places).
-    std::vector<std::string> types = request.gpu_types.empty() ? cluster.gpu_types() : request.gpu_types;
+    const std::vector<std::string>& types = request.gpu_types.empty() ? model->gpu_types : request.gpu_types;
     for (const auto& type : types) {
-      auto [rc, trial] = attempt(nodes_of_types(cluster, {type}), mode, preemptee_job_list);
+      auto [rc, trial] = attempt(nodes_of_types(*model, {type}), mode, preemptee_job_list);
       if (rc != SLURM_SUCCESS) continue;
       set_reason(job_ptr, "");
       return accept(trial);
@@ -409,19 +417,19 @@ MLSCHED_EXPORT int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, ui
                                      List* preemptee_job_list, bitstr_t* exc_core_bitmap) {
   try {
     mlsched::PlacementRequest request;
-    if (mlsched::plugin::ctld::in_slurmctld() && g_config.get() && gpu_request(job_ptr, min_nodes, request)) {
+    std::shared_ptr<const mlsched::Config> config;
+    if (mlsched::plugin::ctld::in_slurmctld() && (config = g_config.get()) && gpu_request(job_ptr, min_nodes, request)) {
       // A job that names its nodes (-w) gets them: only its GPUs inside each node
       // are still chosen by NVLink clique.
       const bool pinned = job_ptr->details && job_ptr->details->req_node_bitmap &&
                           bit_set_count(job_ptr->details->req_node_bitmap) > 0;
       if (!pinned)
         return placed_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                               preemptee_job_list, exc_core_bitmap, request);
+                               preemptee_job_list, exc_core_bitmap, request, config);
       const int rc = inner_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
                                     preemptee_job_list, exc_core_bitmap);
       const bool preempting = preemptee_job_list && *preemptee_job_list && list_count(*preemptee_job_list) > 0;
       if (rc == SLURM_SUCCESS && mode == SELECT_MODE_RUN_NOW && !preempting) {
-        const auto config = g_config.get();
         const auto model = g_cluster.get(*config, g_config.generation(), kLog);
         align_gpus_to_cliques(job_ptr, bitmap, *model, current_state(*model, *config));
       }

@@ -1,0 +1,16 @@
+# Shared by bench/sched_cycle and bench/sched_cost (sourced, not run).
+# submit_stream MODE DIR: reads bench/lib/job_stream.py lines on stdin and submits
+# each as its user to the cluster in DIR. Stock Slurm cannot read the #MLSCHED
+# directives, so a stock job names its GPU type in --gres when it has exactly one;
+# both get the same nodes, GPUs, time limit and account.
+# BENCH_SUBMITTERS (default 2) sbatch calls run at once.
+submit_stream() {
+  local mode=$1 dir=$2
+  SUBMIT_MODE=$mode SUBMIT_DIR=$dir xargs -P "${BENCH_SUBMITTERS:-2}" -L 1 bash -c '
+    user=$0 team=$1 nodes=$2 gpus=$3 typ=$4 loc=$5 secs=$6
+    gres="--gres=gpu:$gpus"
+    [ "$SUBMIT_MODE" = stock ] && [ "${typ#*,}" = "$typ" ] && gres="--gres=gpu:$typ:$gpus"
+    printf "#!/bin/bash\n#MLSCHED gpu-type=%s locality=%s\nsleep %s\n" "$typ" "$loc" "$secs" |
+      runuser -u "$user" -- env SLURM_CONF="$SUBMIT_DIR/etc/slurm.conf" sbatch -Q -A "$team" -N "$nodes" $gres \
+        -t 5 -D "$SUBMIT_DIR/work/$user" -o /dev/null >/dev/null'
+}

@@ -1,0 +1,199 @@
+"""Metric math of the trace replay (no Slurm, no I/O): from per-attempt records
+(sacct) and trainer events to the numbers of the report. Unit-tested by
+bench/replay/test_metrics.py.
+
+Inputs, all times in seconds since the replay started:
+- attempts: [{"name", "jobid", "state", "submit", "start", "end", "gpus", "team"}]
+  one per Slurm run of a job (sacct -D: requeued runs are records of their own);
+  start/end None when absent.
+- segments: [{"name", "start", "end", "alloc": {node: [idx]}, "level", "penalty",
+  "done_start", "saved", "preempted", "gpus"}] one per trainer start.
+"""
+
+import math
+
+SIZE_CLASSES = (("1", 1, 1), ("2-8", 2, 8), ("16+", 16, 10 ** 9))
+FINISHED = ("COMPLETED",)
+
+
+def percentile(values, p):
+    """Linear interpolation between closest ranks (numpy's default); None if empty."""
+    vals = sorted(values)
+    if not vals:
+        return None
+    k = (len(vals) - 1) * p / 100.0
+    lo, hi = int(math.floor(k)), int(math.ceil(k))
+    return vals[lo] + (vals[hi] - vals[lo]) * (k - lo)
+
+
+def summary(values):
+    vals = [v for v in values if v is not None]
+    if not vals:
+        return {"n": 0, "mean": None, "p50": None, "p95": None, "p99": None, "max": None}
+    return {"n": len(vals), "mean": sum(vals) / len(vals), "p50": percentile(vals, 50),
+            "p95": percentile(vals, 95), "p99": percentile(vals, 99), "max": max(vals)}
+
+
+def size_class(gpus):
+    for name, lo, hi in SIZE_CLASSES:
+        if lo <= gpus <= hi:
+            return name
+    return "other"
+
+
+def jain(xs):
+    """Jain's fairness index: 1 when all equal, 1/n when one takes all."""
+    xs = [x for x in xs if x is not None]
+    if not xs or sum(x * x for x in xs) == 0:
+        return None
+    return sum(xs) ** 2 / (len(xs) * sum(x * x for x in xs))
+
+
+def jobs_from_attempts(attempts):
+    """One logical job per name: first submit, first start, last end, last state."""
+    by_name = {}
+    for a in attempts:
+        by_name.setdefault(a["name"], []).append(a)
+    jobs = {}
+    for name, runs in by_name.items():
+        runs.sort(key=lambda a: (a["start"] if a["start"] is not None else float("inf"), a["jobid"]))
+        started = [a for a in runs if a["start"] is not None]
+        last = runs[-1]
+        jobs[name] = {
+            "name": name, "team": last["team"], "gpus": last["gpus"],
+            "submit": min(a["submit"] for a in runs),
+            "start": started[0]["start"] if started else None,
+            "end": last["end"] if last["state"] in FINISHED else None,
+            "state": last["state"], "attempts": len(started),
+        }
+    for j in jobs.values():
+        j["wait"] = j["start"] - j["submit"] if j["start"] is not None else None
+        j["jct"] = j["end"] - j["submit"] if j["end"] is not None else None
+    return jobs
+
+
+def step_series(intervals, t_from, t_to, dt):
+    """[(t, sum of weight over intervals [s, e) holding t)] sampled every dt."""
+    points = []
+    n = int((t_to - t_from) / dt) + 1
+    for k in range(max(n, 0)):
+        t = t_from + k * dt
+        points.append((t, sum(w for s, e, w in intervals if s <= t < e)))
+    return points
+
+
+def allocation_intervals(attempts, t_end):
+    return [(a["start"], a["end"] if a["end"] is not None else t_end, a["gpus"])
+            for a in attempts if a["start"] is not None]
+
+
+def pending_intervals(attempts, t_end):
+    """Pending GPU demand: a job's first run waits from submit, a later run from
+    the end of the one before it."""
+    by_name = {}
+    for a in attempts:
+        by_name.setdefault(a["name"], []).append(a)
+    out = []
+    for runs in by_name.values():
+        runs.sort(key=lambda a: (a["start"] if a["start"] is not None else float("inf")))
+        since = min(a["submit"] for a in runs)
+        for a in runs:
+            until = a["start"] if a["start"] is not None else t_end
+            if until > since:
+                out.append((since, until, a["gpus"]))
+            if a["end"] is None or a["start"] is None:
+                break
+            since = a["end"]
+    return out
+
+
+def saturated_times(attempts, capacity, t_from, t_to, dt):
+    """Sample times when waiting jobs ask for at least the free GPUs: the
+    scheduler cannot give everyone what they want, so shares matter."""
+    alloc = dict(step_series(allocation_intervals(attempts, t_to), t_from, t_to, dt))
+    pend = dict(step_series(pending_intervals(attempts, t_to), t_from, t_to, dt))
+    return [t for t in sorted(alloc) if pend[t] > 0 and pend[t] >= capacity - alloc[t]]
+
+
+def team_shares(attempts, times, entitlement):
+    """GPU share each team held over the given sample times, its ratio to its
+    entitlement, and Jain's index of those ratios."""
+    times = set(times)
+    held = {team: 0.0 for team in entitlement}
+    for a in attempts:
+        if a["start"] is None:
+            continue
+        end = a["end"] if a["end"] is not None else float("inf")
+        held[a["team"]] = held.get(a["team"], 0.0) + a["gpus"] * sum(1 for t in times if a["start"] <= t < end)
+    total = sum(held.values())
+    out = {}
+    for team, ent in entitlement.items():
+        share = held.get(team, 0.0) / total if total else None
+        out[team] = {"share": share, "entitlement": ent,
+                     "ratio": share / ent if share is not None and ent else None}
+    return out, jain([v["ratio"] for v in out.values()])
+
+
+def fragmentation(free_by_node, node_gpus):
+    """Share of free GPUs that sit on partly used nodes (0: every free GPU is on
+    an idle node, so any gang that fits in count also fits in whole nodes)."""
+    total = sum(len(f) for f in free_by_node.values())
+    if total == 0:
+        return 0.0
+    partial = sum(len(f) for n, f in free_by_node.items() if 0 < len(f) < node_gpus[n])
+    return partial / float(total)
+
+
+def free_at(topo, segments, t, exclude=None, margin=0.0):
+    """Free GPU indices per node at time t, from the trainer segments running then.
+    With a margin, GPUs held at any moment within t +- margin count as busy
+    (Slurm releases GPUs a little after the trainer ends and takes them a little
+    before it starts, and sacct times have 1-s resolution)."""
+    free = {n: set(range(info["gpus"])) for n, info in topo.nodes.items()}
+    for s in segments:
+        end = max(s["end"], s.get("release") or s["end"])
+        if s is exclude or not (s["start"] - margin <= t < end + margin):
+            continue
+        for node, idx in s["alloc"].items():
+            free.get(node, set()).difference_update(idx)
+    return free
+
+
+def placement_quality(topo, segments, gpu_types_of, margin=1.5):
+    """For each multi-GPU trainer start: its level and the narrowest level the
+    GPUs free at that moment (its own included) allowed. GPUs busy within
+    `margin` seconds of the start count as busy, so a scheduler is never blamed
+    for GPUs that were only about to be released."""
+    rank = {lvl: i for i, lvl in enumerate(("single", "clique", "node", "nvlink-domain", "switch", "cluster"))}
+    rows = []
+    for s in segments:
+        if s["gpus"] < 2 or not s["alloc"]:
+            continue
+        free = free_at(topo, segments, s["start"], exclude=s, margin=margin)
+        for node, idx in s["alloc"].items():     # its own GPUs were free for it
+            free.setdefault(node, set()).update(idx)
+        nodes = len(s["alloc"])
+        best = topo.best_level(s["gpus"], nodes, gpu_types_of(s["name"]), free)
+        rows.append({"name": s["name"], "level": s["level"], "best": best,
+                     "at_best": best is not None and rank[s["level"]] <= rank[best],
+                     "narrow_possible": best in ("clique", "nvlink-domain"),
+                     "narrow": s["level"] in ("clique", "nvlink-domain")})
+    return rows
+
+
+def preemption_losses(segments):
+    """Preempted runs, and the GPU-seconds preemption cost: for each run that was
+    stopped after a checkpoint signal, its wall time minus the work its
+    checkpoint kept (at its penalty); for each resumed run that went on, the time
+    it spent loading the checkpoint (wall time minus the work it added)."""
+    count, lost = 0, 0.0
+    for s in segments:
+        if s["preempted"]:
+            count += 1
+            kept = max(0.0, s["saved"] - s["done_start"]) * s["penalty"]
+        elif s["done_start"] > 0 and s.get("done_end") is not None:
+            kept = max(0.0, s["done_end"] - s["done_start"]) * s["penalty"]
+        else:
+            continue
+        lost += s["gpus"] * max(0.0, (s["end"] - s["start"]) - kept)
+    return count, lost

@@ -1,0 +1,313 @@
+"""Writes report.md and its PNG plots (gnuplot) from the replay's results.
+Every number comes from the run's results; nothing is typed in by hand."""
+
+import datetime
+import hashlib
+import os
+import platform
+import shlex
+import subprocess
+
+import topology
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+
+
+def fmt(v, digits=1, unit=""):
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return ("%." + str(digits) + "f%s") % (v, unit)
+    return "%s%s" % (v, unit)
+
+
+def pct(v):
+    return "-" if v is None else "%.0f %%" % (100.0 * v)
+
+
+def machine():
+    mem = ""
+    try:
+        with open("/proc/meminfo") as f:
+            kb = int(f.readline().split()[1])
+        mem = "%.1f GiB" % (kb / 1024.0 / 1024.0)
+    except (OSError, ValueError, IndexError):
+        pass
+    cpu = ""
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
+    except OSError:
+        pass
+    slurm = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout.strip()
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
+    return {"nproc": os.cpu_count(), "memory": mem, "cpu": cpu, "kernel": platform.release(),
+            "os": platform.platform(), "slurm": slurm, "commit": commit + (" (with local changes)" if dirty else ""),
+            "loadavg": " ".join(load)}
+
+
+def sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def gnuplot(script, cwd):
+    p = subprocess.run(["gnuplot"], input=script, capture_output=True, text=True, cwd=cwd)
+    if p.returncode != 0:
+        raise RuntimeError("gnuplot failed: %s" % p.stderr[-1000:])
+
+
+def plots(out_dir, res, tag):
+    """Four PNGs of one run; returns their file names."""
+    data = os.path.join(out_dir, "replay-data", tag)
+    os.makedirs(data, exist_ok=True)
+    names = {}
+    for cfg in ("stock", "mlsched"):
+        r = res[cfg]
+        vals = r["jct_values"]
+        with open(os.path.join(data, "jct-%s.dat" % cfg), "w") as f:
+            for i, v in enumerate(vals, 1):
+                f.write("%.3f %.5f\n" % (v, i / float(len(vals))))
+        with open(os.path.join(data, "alloc-%s.dat" % cfg), "w") as f:
+            for t, v in r["alloc_series"]:
+                f.write("%.1f %d\n" % (t, v))
+        teams = sorted(res["meta"]["team_entitlement"])
+        with open(os.path.join(data, "share-%s.dat" % cfg), "w") as f:
+            f.write("# t " + " ".join(teams) + "\n")
+            for t, shares in r["share_series"]:
+                f.write("%.1f %s\n" % (t, " ".join("%.4f" % shares.get(tm, 0.0) for tm in teams)))
+        with open(os.path.join(data, "frag-%s.dat" % cfg), "w") as f:
+            for t, v in r["frag_series"]:
+                f.write("%.1f %.4f\n" % (t, v))
+    with open(os.path.join(data, "wait-by-size.dat"), "w") as f:
+        f.write("size stock_p50 mlsched_p50 stock_p95 mlsched_p95\n")
+        for cls in ("1", "2-8", "16+"):
+            row = [res[c]["by_size"][cls]["wait"][p] for p in ("p50", "p95") for c in ("stock", "mlsched")]
+            f.write("%s %s\n" % (cls, " ".join("%.2f" % (v or 0.0) for v in row)))
+    cap = res["meta"]["cluster_gpus"]
+    common = "set terminal pngcairo size 800,450 font 'sans,10'\nset grid\nset key top left\n"
+    pre = "replay-%s-" % tag.split("-")[0]
+    names["jct"] = pre + "jct-cdf.png"
+    gnuplot(common + """set output '%s'
+set title 'Job completion time CDF (%s)'
+set xlabel 'JCT (s, real time)'; set ylabel 'fraction of finished jobs'; set logscale x
+set key bottom right
+plot '%s/jct-stock.dat' with steps lw 2 title 'stock', '%s/jct-mlsched.dat' with steps lw 2 title 'mlsched'
+""" % (names["jct"], tag, data, data), out_dir)
+    names["wait"] = pre + "wait-by-size.png"
+    gnuplot(common + """set output '%s'
+set title 'Queue wait by job size (%s)'
+set style data histograms; set style histogram clustered gap 1; set style fill solid 0.8 border -1
+set ylabel 'wait (s, real time)'; set xlabel 'GPUs per job'; set xrange [-0.6:2.6]
+plot '%s/wait-by-size.dat' using 2:xtic(1) title 'stock p50', '' using 3 title 'mlsched p50', \
+     '' using 4 title 'stock p95', '' using 5 title 'mlsched p95'
+""" % (names["wait"], tag, data), out_dir)
+    names["alloc"] = pre + "allocation.png"
+    gnuplot(common + """set output '%s'
+set title 'GPUs allocated over time (%s)'
+set xlabel 'time since first submission (s)'; set ylabel 'GPUs'; set yrange [0:%d]
+set arrow from %f, graph 0 to %f, graph 1 nohead dt 2
+plot '%s/alloc-stock.dat' with lines lw 2 title 'stock', '%s/alloc-mlsched.dat' with lines lw 2 title 'mlsched', \
+     %f with lines dt 3 title 'offered-load bound'
+""" % (names["alloc"], tag, cap + 8, res["meta"]["minutes"] * 60.0, res["meta"]["minutes"] * 60.0,
+       data, data, min(1.0, res["meta"]["load_offered"]) * cap), out_dir)
+    teams = sorted(res["meta"]["team_entitlement"])
+    names["share"] = pre + "team-share.png"
+    lines = []
+    for cfg, dash in (("stock", 2), ("mlsched", 1)):
+        for i, tm in enumerate(teams):
+            lines.append("'%s/share-%s.dat' using 1:%d with lines lw 2 dt %d lc %d title '%s %s'"
+                         % (data, cfg, i + 2, dash, i + 1, cfg, tm))
+    for i, tm in enumerate(teams):
+        lines.append("%f with lines lw 1 dt 3 lc %d title '%s entitlement'"
+                     % (res["meta"]["team_entitlement"][tm], i + 1, tm))
+    gnuplot(common + """set output '%s'
+set title 'Share of allocated GPUs per team, 20-s windows (%s)'
+set xlabel 'time since first submission (s)'; set ylabel 'share'; set yrange [0:1]; set key outside right
+plot %s
+""" % (names["share"], tag, ", \\\n     ".join(lines)), out_dir)
+    names["frag"] = pre + "fragmentation.png"
+    gnuplot(common + """set output '%s'
+set title 'Fragmentation index over time (%s): free GPUs on partly used nodes / free GPUs'
+set xlabel 'time since first submission (s)'; set ylabel 'index'; set yrange [0:1]
+plot '%s/frag-stock.dat' with lines lw 2 title 'stock', '%s/frag-mlsched.dat' with lines lw 2 title 'mlsched'
+""" % (names["frag"], tag, data, data), out_dir)
+    return names
+
+
+def run_table(res):
+    s, m = res["stock"], res["mlsched"]
+    rows = []
+
+    def row(label, a, b):
+        rows.append("| %s | %s | %s |" % (label, a, b))
+
+    row("jobs submitted / finished / cut at the cap", "%d / %d / %d" % (s["submitted"], s["finished"], s["unfinished"]),
+        "%d / %d / %d" % (m["submitted"], m["finished"], m["unfinished"]))
+    for key, label in (("jct", "JCT"), ("wait", "queue wait")):
+        for st in ("mean", "p50", "p95", "p99"):
+            row("%s %s (s)" % (label, st), fmt(s[key][st]), fmt(m[key][st]))
+    for cls in ("1", "2-8", "16+"):
+        for key, label in (("wait", "wait"), ("jct", "JCT")):
+            a, b = s["by_size"][cls][key], m["by_size"][cls][key]
+            row("%s, %s GPUs: mean / p50 / p95 (s), n" % (label, cls),
+                "%s / %s / %s, %d" % (fmt(a["mean"]), fmt(a["p50"]), fmt(a["p95"]), a["n"]),
+                "%s / %s / %s, %d" % (fmt(b["mean"]), fmt(b["p50"]), fmt(b["p95"]), b["n"]))
+    row("longest wait of a 16+ GPU job (s); never started", "%s; %d" % (fmt(s["longest_large_wait"]), s["large_never_started"]),
+        "%s; %d" % (fmt(m["longest_large_wait"]), m["large_never_started"]))
+    row("mean GPUs allocated during submissions (bound: offered load)",
+        "%s (%s)" % (fmt(s["alloc_mean_window"]), fmt(s["alloc_bound"])),
+        "%s (%s)" % (fmt(m["alloc_mean_window"]), fmt(m["alloc_bound"])))
+    row("mean GPUs allocated from first submission to the end", fmt(s["alloc_mean_run"]), fmt(m["alloc_mean_run"]))
+    row("GPU-hours allocated (real time, penalty stretch included)", fmt(s["gpu_hours_allocated"], 2),
+        fmt(m["gpu_hours_allocated"], 2))
+    row("saturated time (s: waiting demand >= free GPUs)", fmt(s["saturated_seconds"], 0), fmt(m["saturated_seconds"], 0))
+    for team in sorted(s["team_shares"]):
+        a, b = s["team_shares"][team], m["team_shares"][team]
+        row("team %s GPU share when saturated / entitlement %s" % (team, fmt(a["entitlement"], 2)),
+            "%s (x%s)" % (fmt(a["share"], 3), fmt(a["ratio"], 2)), "%s (x%s)" % (fmt(b["share"], 3), fmt(b["ratio"], 2)))
+    row("Jain's index of share/entitlement when saturated", fmt(s["jain"], 3), fmt(m["jain"], 3))
+    row("multi-GPU starts at the narrowest scope free at that moment",
+        "%s of %d" % (pct(s["at_best_level"]), s["multi_gpu_starts"]),
+        "%s of %d" % (pct(m["at_best_level"]), m["multi_gpu_starts"]))
+    row("... in one NVLink clique/domain when one was free",
+        "%s of %d" % (pct(s["narrow_when_possible"]), s["narrow_possible_n"]),
+        "%s of %d" % (pct(m["narrow_when_possible"]), m["narrow_possible_n"]))
+    row("multi-GPU starts by scope", levels(s["levels"]), levels(m["levels"]))
+    row("mean communication penalty (GPU-time weighted)", fmt(s["mean_penalty"], 3), fmt(m["mean_penalty"], 3))
+    row("fragmentation index, mean during submissions", fmt(s["frag_mean_window"], 3), fmt(m["frag_mean_window"], 3))
+    row("preemptions; GPU-hours lost (real time)", "%d; %s" % (s["preemptions"], fmt(s["gpu_hours_lost"], 3)),
+        "%d; %s" % (m["preemptions"], fmt(m["gpu_hours_lost"], 3)))
+    row("requeues (runs after the first)", s["requeues"], m["requeues"])
+    row("final states", states(s["states"]), states(m["states"]))
+    row("sbatch refusals; submit lag p99 (s)", "%d; %s" % (s["sbatch_failed"], fmt(s["submit_lag_p99"], 2)),
+        "%d; %s" % (m["sbatch_failed"], fmt(m["submit_lag_p99"], 2)))
+    return "| metric | stock | mlsched |\n|---|---|---|\n" + "\n".join(rows) + "\n"
+
+
+def levels(d):
+    order = [l for l in topology.LEVELS if l in d]
+    return ", ".join("%s %d" % (l, d[l]) for l in order) or "-"
+
+
+def states(d):
+    return ", ".join("%s %d" % (k, v) for k, v in sorted(d.items()))
+
+
+def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
+    mach = machine()
+    now = datetime.datetime.utcnow()
+    meta = results[0]["meta"] if results else {}
+    lines = ["# Trace replay: stock Slurm vs mlsched", ""]
+    cmd = "bench/replay/run" + ("" if not argv else " " + " ".join(shlex.quote(a) for a in argv))
+    lines += ["Written by `%s` on %s UTC after %.0f minutes. Every number below comes from that run; "
+              "stock and mlsched columns of a table come from the same run, side by side on this machine."
+              % (cmd, now.strftime("%Y-%m-%d %H:%M"), (now.timestamp() - started) / 60.0), ""]
+    lines += ["## Machine", "",
+              "| | |", "|---|---|",
+              "| CPUs (nproc) | %s (%s) |" % (mach["nproc"], mach["cpu"]),
+              "| memory | %s |" % mach["memory"], "| kernel | %s (%s) |" % (mach["kernel"], mach["os"]),
+              "| Slurm | %s |" % mach["slurm"], "| mlsched commit | %s |" % mach["commit"],
+              "| load average at the end | %s |" % mach["loadavg"], ""]
+    if meta:
+        window_h = meta["window_length_s"] / 3600.0
+        lines += ["## Trace, scaling, compression", "",
+                  "| | |", "|---|---|",
+                  "| trace | `%s` (%s format, sha256 %s) |" % (meta["trace"], meta["format"], sha256(meta["trace"])[:16]),
+                  "| window | trace seconds %.0f to %.0f (%.2f h of trace; the busiest stretch unless --window-start) |"
+                  % (meta["window_start_s"], meta["window_start_s"] + meta["window_length_s"], window_h),
+                  "| compression | %sx: %s real minutes of submissions, then up to %s minutes to drain |"
+                  % (fmt(meta["compression"], 0), fmt(meta["minutes"], 1), fmt(args.drain_minutes, 1)),
+                  "| cluster | %d GPUs (`%s`) |" % (meta["cluster_gpus"], os.path.relpath(args.shape, REPO)),
+                  "| seed | %d |" % meta["seed"],
+                  "| jobs in window | %d (0-GPU jobs dropped; sizes capped at %d GPUs, above 8 whole nodes) |"
+                  % (meta["jobs_in_window"], meta["max_gpus"]),
+                  "| GPU type mix | h100-only, a100-only, either: %s |" % meta["type_mix"],
+                  "| time limits | duration x %s x worst penalty %s, rounded up to minutes |"
+                  % (fmt(meta["overestimate"], 1), fmt(meta["max_penalty"], 2)),
+                  "| job durations | trace duration / compression, clipped to [%s, %s] s |"
+                  % (fmt(meta["min_seconds"], 0), fmt(meta["max_job_seconds"], 0)),
+                  "| restart cost | %s s per resume (loading the checkpoint) |" % fmt(args.restart_cost, 1),
+                  "| preemption | best-effort trace jobs are preemptible (stock: QOS scavenger, preempted by QOS normal; "
+                  "mlsched: `preemptible=yes`); checkpoint signal %d s before requeue; no preemption before %s s of run |"
+                  % (args.checkpoint_grace, fmt(args.preempt_min_run, 0)),
+                  "| fair share | PriorityDecayHalfLife %d min, PriorityCalcPeriod 1 min on both |" % args.half_life_minutes,
+                  "| requeue delay | launch credentials expire after %d s (`AuthInfo=...,cred_expire=`), both |"
+                  % args.cred_expire,
+                  "| teams (entitlement) | %s |" % ", ".join("%s %.2f" % kv for kv in sorted(meta["team_entitlement"].items())),
+                  "| trace groups -> teams | %s |" % ", ".join("%s->%s" % kv for kv in sorted(meta["team_of_group"].items())),
+                  ""]
+        lines += ["Communication penalty factors (runtime multipliers; `off` runs use 1.0 everywhere):", "",
+                  "| scope | " + " | ".join(topology.LEVELS) + " |",
+                  "|---" * (len(topology.LEVELS) + 1) + "|",
+                  "| factor | " + " | ".join("%.2f" % topology.DEFAULT_PENALTY[l] for l in topology.LEVELS) + " |", ""]
+    lines += ["## Main table", "",
+              "One row per run: load (offered GPU demand / 128 GPUs), penalty on/off; real seconds.", "",
+              "| run | jobs | JCT mean stock / mlsched | JCT p95 | wait mean | wait p95 | wait p95, 16+ GPUs | "
+              "GPUs allocated (bound) | Jain | at narrowest free scope | preemptions | unfinished |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        s, m = r["stock"], r["mlsched"]
+        two = lambda a, b, d=1: "%s / %s" % (fmt(a, d), fmt(b, d))
+        lines.append("| %d: load %s (offered %.2f), penalty %s | %d | %s | %s | %s | %s | %s | %s (%s) | %s | %s | %s | %s |" % (
+            r["index"], r["load"], r["meta"]["load_offered"], r["penalty"], r["meta"]["jobs"],
+            two(s["jct"]["mean"], m["jct"]["mean"]), two(s["jct"]["p95"], m["jct"]["p95"]),
+            two(s["wait"]["mean"], m["wait"]["mean"]), two(s["wait"]["p95"], m["wait"]["p95"]),
+            two(s["by_size"]["16+"]["wait"]["p95"], m["by_size"]["16+"]["wait"]["p95"]),
+            two(s["alloc_mean_window"], m["alloc_mean_window"]), fmt(s["alloc_bound"]),
+            two(s["jain"], m["jain"], 3), "%s / %s" % (pct(s["at_best_level"]), pct(m["at_best_level"])),
+            "%d / %d" % (s["preemptions"], m["preemptions"]), "%d / %d" % (s["unfinished"], m["unfinished"])))
+    lines.append("")
+    for f in failed:
+        lines += ["Run %d (load %s, penalty %s) FAILED and is not in this report: `%s`"
+                  % (f["index"], f["load"], f["penalty"], f["error"].replace("`", "'").replace("\n", " ")), ""]
+    for r in results:
+        tag = "run%d-load%s-penalty-%s" % (r["index"], r["load"], r["penalty"])
+        names = plots(out_dir, r, tag)
+        lines += ["## Run %d: load %s, penalty %s" % (r["index"], r["load"], r["penalty"]), "",
+                  "%d jobs (offered load %.2f x %d GPUs, %.1f %% of the window's jobs); run took %.0f s; "
+                  "left at the cap: stock %d, mlsched %d; machine load average during the run: mean %s, max %s "
+                  "(on %d CPUs)." % (
+                      r["meta"]["jobs"], r["meta"]["load_offered"], r["meta"]["cluster_gpus"],
+                      100.0 * r["meta"]["kept_fraction"], r["t_run"], r["left_at_cap"]["stock"],
+                      r["left_at_cap"]["mlsched"], fmt(r.get("loadavg_mean")), fmt(r.get("loadavg_max")),
+                      os.cpu_count()), "",
+                  run_table(r),
+                  "![JCT CDF](%s) ![wait by size](%s)" % (names["jct"], names["wait"]), "",
+                  "![allocation](%s) ![team share](%s)" % (names["alloc"], names["share"]), "",
+                  "![fragmentation](%s)" % names["frag"], ""]
+    lines += ["## How the numbers are made", "",
+              "- Submit, start, end, nodes, state and GPU count of every Slurm run of a job: `sacct -D -X -P` "
+              "from each cluster's slurmdbd. GPU indices: Slurm 22.05's accounting stores GPU counts "
+              "(`AllocTRES`), not indices, so they come from `scontrol show job -d` (`GRES=gpu:a100:4(IDX:0-3)`), "
+              "read by the bench trainer at each start and printed into the job's output file.",
+              "- JCT = end of the final run - first submission; wait = first start - submission. "
+              "Jobs cut at the drain cap have no JCT and count as unfinished.",
+              "- Saturated = sample times (every 2 s) when waiting jobs ask for at least as many GPUs as are free.",
+              "- Narrowest free scope: at each multi-GPU start, the GPUs free at that moment (plus the job's own) "
+              "are rebuilt from all trainer starts and ends; scopes are clique < node < NVLink domain < switch < cluster.",
+              "- Preemption = a run that got the checkpoint signal and was stopped before finishing; GPU-time lost = "
+              "its GPUs x (its wall time - the work its checkpoint kept x its penalty), plus, for each resumed run, "
+              "its GPUs x the time it spent loading the checkpoint (`--restart-cost`).",
+              "- Fragmentation index = free GPUs on partly used nodes / all free GPUs, sampled every 10 s.", ""]
+    if sched_cost is not None:
+        lines += ["## Scheduler cost", ""]
+        if "markdown" in sched_cost:
+            # Its headings go one level down, under this report's section.
+            body = "\n".join("#" + l if l.startswith("#") else l
+                             for l in sched_cost["markdown"].strip().splitlines())
+            lines += ["From `%s`:" % sched_cost["command"], "", body, ""]
+        else:
+            lines += ["Not included: %s." % sched_cost["error"], ""]
+    path = os.path.join(out_dir, "report.md")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    return path

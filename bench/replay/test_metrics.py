@@ -1,0 +1,141 @@
+"""Unit tests of the replay's metric math and topology (no cluster needed):
+    python3 -m pytest -q bench/replay/test_metrics.py
+"""
+
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import metrics  # noqa: E402
+import topology  # noqa: E402
+
+SHAPE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "etc", "cluster", "default.shape")
+
+
+def approx(a, b, eps=1e-9):
+    return abs(a - b) < eps
+
+
+def test_percentile_interpolates_between_ranks():
+    assert metrics.percentile([], 50) is None
+    assert metrics.percentile([5], 99) == 5
+    assert approx(metrics.percentile([1, 2, 3, 4], 50), 2.5)
+    assert approx(metrics.percentile(list(range(1, 101)), 95), 95.05)
+
+
+def test_size_classes():
+    assert [metrics.size_class(g) for g in (1, 2, 8, 16, 32)] == ["1", "2-8", "2-8", "16+", "16+"]
+
+
+def test_jain_index():
+    assert approx(metrics.jain([1, 1, 1]), 1.0)
+    assert approx(metrics.jain([1, 0, 0]), 1 / 3.0)
+    assert metrics.jain([]) is None
+
+
+def attempt(name, submit, start, end, gpus=1, team="a", state="COMPLETED", jobid=None):
+    return {"name": name, "jobid": jobid or name, "state": state, "submit": submit, "start": start,
+            "end": end, "gpus": gpus, "team": team}
+
+
+def test_requeued_job_counts_once_from_first_submit_to_last_end():
+    jobs = metrics.jobs_from_attempts([
+        attempt("r1", 0, 5, 10, state="REQUEUED", jobid="1"),
+        attempt("r1", 0, 40, 50, jobid="1"),
+        attempt("r2", 2, None, None, state="CANCELLED", jobid="2"),
+    ])
+    assert jobs["r1"]["wait"] == 5 and jobs["r1"]["jct"] == 50 and jobs["r1"]["attempts"] == 2
+    assert jobs["r2"]["jct"] is None and jobs["r2"]["wait"] is None
+
+
+def test_pending_demand_restarts_after_a_requeue():
+    pend = metrics.pending_intervals([attempt("r1", 0, 5, 10, gpus=4, state="REQUEUED"),
+                                      attempt("r1", 0, 40, 50, gpus=4)], 100)
+    assert pend == [(0, 5, 4), (10, 40, 4)]
+
+
+def test_team_shares_and_jain_during_saturation():
+    atts = [attempt("a1", 0, 0, 10, gpus=2, team="a"), attempt("b1", 0, 0, 10, gpus=2, team="b")]
+    shares, jain = metrics.team_shares(atts, [0, 1, 2], {"a": 0.5, "b": 0.5})
+    assert approx(shares["a"]["share"], 0.5) and approx(shares["a"]["ratio"], 1.0) and approx(jain, 1.0)
+    shares, jain = metrics.team_shares(atts, [0], {"a": 0.75, "b": 0.25})
+    assert approx(shares["b"]["ratio"], 2.0)
+    assert jain < 1.0
+
+
+def test_saturation_needs_waiting_demand_of_at_least_the_free_gpus():
+    # 4-GPU cluster: one 2-GPU job runs 0-10, a 3-GPU job waits 0-10 (3 >= 2 free).
+    atts = [attempt("x", 0, 0, 10, gpus=2), attempt("y", 0, 10, 20, gpus=3)]
+    sat = metrics.saturated_times(atts, 4, 0, 20, 1)
+    assert sat == list(range(0, 10))
+
+
+def test_fragmentation_counts_free_gpus_on_partly_used_nodes():
+    free = {"n1": set(range(8)), "n2": {0, 1}}
+    assert approx(metrics.fragmentation(free, {"n1": 8, "n2": 8}), 2 / 10.0)
+    assert metrics.fragmentation({"n1": set()}, {"n1": 8}) == 0.0
+
+
+def test_topology_levels_and_penalty():
+    topo = topology.Topology.from_shape(SHAPE)
+    assert topo.total_gpus == 128
+    assert topo.level({"gpu09": [0, 1, 2, 3]}) == "clique"
+    assert topo.level({"gpu09": [2, 3, 4, 5]}) == "node"
+    assert topo.level({"gpu01": [0], "gpu02": [0]}) == "nvlink-domain"
+    assert topo.level({"gpu01": [0], "gpu05": [0]}) == "switch"
+    assert topo.level({"gpu01": [0], "gpu09": [0]}) == "cluster"
+    assert topo.penalty({"gpu09": [0]}) == 1.0
+    assert topo.penalty({"gpu09": [2, 3, 4, 5]}) == topology.DEFAULT_PENALTY["node"]
+    # Whole a100 nodes in one domain still cross their 4+4 cliques over PCIe.
+    assert topo.penalty({"gpu09": list(range(8)), "gpu10": list(range(8))}) == topology.DEFAULT_PENALTY["node"]
+    assert topo.penalty({"gpu01": [0], "gpu09": [0]}, topology.NO_PENALTY) == 1.0
+
+
+def test_best_level_depends_on_what_is_free():
+    topo = topology.Topology.from_shape(SHAPE)
+    assert topo.best_level(4, 1, ["a100"], {"gpu09": {2, 3, 4, 5}}) == "node"
+    assert topo.best_level(4, 1, ["a100"], {"gpu09": {3, 4, 5, 6, 7}}) == "clique"
+    both = {"gpu01": set(range(8)), "gpu05": set(range(8))}
+    assert topo.best_level(16, 2, ["h100"], both) == "switch"
+    both["gpu02"] = set(range(8))
+    assert topo.best_level(16, 2, ["h100"], both) == "nvlink-domain"
+    assert topo.best_level(16, 2, ["a100"], both) is None
+
+
+def test_scontrol_allocation_lines():
+    text = ("   Nodes=gpu[01-02] CPU_IDs=0 Mem=4000 GRES=gpu:h100:8(IDX:0-7)\n"
+            "   Nodes=gpu05 CPU_IDs=0 Mem=4000 GRES=gpu:h100:2(IDX:1,3)\n")
+    alloc = topology.parse_job_alloc(text)
+    assert alloc == {"gpu01": list(range(8)), "gpu02": list(range(8)), "gpu05": [1, 3]}
+    assert topology.parse_alloc(topology.format_alloc(alloc)) == alloc
+
+
+def test_preemption_loss_is_wall_time_minus_kept_work():
+    seg = {"preempted": True, "saved": 30.0, "done_start": 10.0, "penalty": 1.5, "gpus": 4,
+           "start": 0.0, "end": 40.0}
+    count, lost = metrics.preemption_losses([seg, dict(seg, preempted=False, done_start=0.0, done_end=10.0)])
+    assert count == 1 and approx(lost, 4 * (40 - 20 * 1.5))
+    # The resumed run: 12 s of its 42 s went to loading the checkpoint.
+    resumed = dict(seg, preempted=False, done_start=30.0, done_end=50.0, start=50.0, end=92.0)
+    count, lost = metrics.preemption_losses([resumed])
+    assert count == 0 and approx(lost, 4 * (42 - 20 * 1.5))
+
+
+def test_placement_is_judged_against_what_was_free_at_the_start():
+    topo = topology.Topology.from_shape(SHAPE)
+    seg = lambda name, alloc, start, end: {"name": name, "alloc": alloc, "start": start, "end": end,
+                                           "gpus": sum(len(i) for i in alloc.values()),
+                                           "level": topo.level(alloc)}
+    busy = {n: list(range(8)) for n in topo.nodes if n not in ("gpu09", "gpu10")}
+    others = [seg("x%s" % n, {n: idx}, 0, 100) for n, idx in busy.items()]
+    # gpu09 has GPUs 1,2,3,5 free (across its cliques), gpu10 a whole clique (4-7).
+    others += [seg("y", {"gpu09": [0, 4, 6, 7]}, 0, 100), seg("z", {"gpu10": [0, 1, 2, 3]}, 0, 100)]
+    spread = seg("a", {"gpu09": [1, 2, 3, 5]}, 10, 50)
+    rows = metrics.placement_quality(topo, others + [spread], lambda name: ["a100"])
+    row = [r for r in rows if r["name"] == "a"][0]
+    assert row["level"] == "node" and row["best"] == "clique" and not row["at_best"]
+    # A job that takes GPUs released a moment before is judged with them free.
+    follow = seg("b", {"gpu10": [0, 1, 2, 3]}, 100.5, 150)
+    rows = metrics.placement_quality(topo, others + [follow], lambda name: ["a100"])
+    row = [r for r in rows if r["name"] == "b"][0]
+    assert row["best"] == "clique" and row["at_best"]
