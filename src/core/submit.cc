@@ -261,7 +261,8 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
     if (gpus.per_socket) plan.tres_per_socket = type_gpu_tres(req.tres_per_socket, t);
   } else if (untyped_request && d.gpu_types.size() > 1) {
     // An ordered list: Slurm's matching-OR constraint keeps all nodes of one type,
-    // and --prefer asks for the first choice before falling back.
+    // and --prefer asks for the first choice before falling back (select/mlsched
+    // follows the list's order itself).
     for (const auto& t : d.gpu_types) {
       bool tagged = false;
       for (const auto& n : cluster.nodes())
@@ -281,7 +282,7 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
     if (!plan.errors.empty()) return plan;
     const std::string one_of = "[" + join(d.gpu_types, "|") + "]";
     plan.features = req.features.empty() ? one_of : req.features + "&" + one_of;
-    if (req.prefer.empty()) plan.prefer = d.gpu_types[0];
+    if (req.prefer.empty() && !req.placement_orders_types) plan.prefer = d.gpu_types[0];
   }
 
   // Checkpoint signal: only when the job said it handles one. The default action

@@ -29,6 +29,11 @@ struct JobRequest {
   std::optional<int> warn_signal;     // --signal
   std::optional<uint32_t> warn_time;
   std::optional<bool> requeue;        // --requeue / --no-requeue
+  // select/mlsched is the select plugin: it tries a gpu-type list in the user's
+  // order by itself, so no --prefer is added (Slurm 22.05 queues a job with a
+  // preference twice, once with and once without it, which lengthens every
+  // scheduling pass for nothing).
+  bool placement_orders_types = false;
 };
 
 // GPUs a submission asks for, summed over its TRES strings.

@@ -59,6 +59,12 @@ START_TEST(type_list_becomes_matching_or_constraint) {
   ck_assert(!p.tres_per_node);
   ck_assert_string_eq(p.features.value().c_str(), "[h100|a100]");
   ck_assert_string_eq(p.prefer.value().c_str(), "h100");
+  // Under select/mlsched the order is followed by placement: no --prefer.
+  r.placement_orders_types = true;
+  p = plan_submit(r, Config{}, fixture_cluster());
+  ck_assert_string_eq(p.features.value().c_str(), "[h100|a100]");
+  ck_assert(!p.prefer);
+  r.placement_orders_types = false;
   r.features = "bigmem";
   p = plan_submit(r, Config{}, fixture_cluster());
   ck_assert_string_eq(p.features.value().c_str(), "bigmem&[h100|a100]");
