@@ -463,14 +463,17 @@ std::string format_top(const OpsSummary& s, bool colour) {
 
   {
     const PreemptionTally& t = s.preemptions_total;
-    out += fmt("\npreemptions: %u of %u jobs, %.1f GPU-hours lost (estimated at each); %u requeues for other causes\n",
-               t.preemptions, t.jobs_preempted, t.lost_gpu_seconds / 3600.0, t.other_requeues);
+    // GPU-seconds beside the hours: a preemption after a fresh checkpoint loses
+    // seconds, which 0.1 GPU-hours would hide.
+    out += fmt("\npreemptions: %u of %u jobs, %.1f GPU-hours (%.0f GPU-seconds) lost, estimated at each; "
+               "%u requeues for other causes\n",
+               t.preemptions, t.jobs_preempted, t.lost_gpu_seconds / 3600.0, t.lost_gpu_seconds, t.other_requeues);
     out += std::string("  (jobs slurmctld holds: pending, running, ended within MinJobAge") +
            (s.accounting_read ? "; and accounting's last 24 h" : "") + ")\n";
     for (const auto& [team, p] : s.preemptions)
       if (p.preemptions || p.other_requeues)
-        out += fmt("  %-12s %4u preempted %8.1f GPU-hours lost %4u other requeues\n", team.c_str(), p.preemptions,
-                   p.lost_gpu_seconds / 3600.0, p.other_requeues);
+        out += fmt("  %-12s %4u preempted %8.1f GPU-hours (%.0f GPU-seconds) lost %4u other requeues\n", team.c_str(),
+                   p.preemptions, p.lost_gpu_seconds / 3600.0, p.lost_gpu_seconds, p.other_requeues);
   }
 
   const Fragmentation& f = s.fragmentation;

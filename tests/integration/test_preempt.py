@@ -260,6 +260,10 @@ def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(pree
     preempted, requeued = (("cause", "preempted"),), (("cause", "requeued"),)
     assert after[("mlsched_interrupted_runs", preempted)] - before[("mlsched_interrupted_runs", preempted)] == 1
     assert after[("mlsched_interrupted_runs", requeued)] == before[("mlsched_interrupted_runs", requeued)]
+    top = cluster.run([str(TOOL), "top", "--once"])
+    assert top.rc == 0 and re.search(
+        rf"(?m)^  nlp +{after[('mlsched_team_preemptions', nlp)]:.0f} preempted .*"
+        rf"\({after[('mlsched_team_preemption_lost_gpu_seconds', nlp)]:.0f} GPU-seconds\) lost", top.out), top.out
     print(f"\nmlsched metrics after the preemption: nlp preemptions "
           f"{after[('mlsched_team_preemptions', nlp)]:.0f}, lost GPU-seconds "
           f"{after[('mlsched_team_preemption_lost_gpu_seconds', nlp)]:.0f} (b1's mark: {lost})")

@@ -277,9 +277,10 @@ START_TEST(preemptions_counted_per_team_apart_from_other_requeues) {
   ck_assert(has_line(text, "mlsched_team_requeues_other_causes{team=\"vision\"} 1"));
   ck_assert(contains(text, "ended within MinJobAge"));
   const std::string top = format_top(s, false);
-  ck_assert_contains(top, "preemptions: 3 of 2 jobs, 0.0 GPU-hours lost (estimated at each); 2 requeues for other causes\n");
-  ck_assert_contains(top, "  nlp             3 preempted      0.0 GPU-hours lost    1 other requeues\n");
-  ck_assert_contains(top, "  vision          0 preempted      0.0 GPU-hours lost    1 other requeues\n");
+  ck_assert_contains(top, "preemptions: 3 of 2 jobs, 0.0 GPU-hours (128 GPU-seconds) lost, estimated at each; 2 requeues for other "
+                       "causes\n");
+  ck_assert_contains(top, "  nlp             3 preempted      0.0 GPU-hours (128 GPU-seconds) lost    1 other requeues\n");
+  ck_assert_contains(top, "  vision          0 preempted      0.0 GPU-hours (0 GPU-seconds) lost    1 other requeues\n");
 
   // Nothing preempted: every team is still there, at zero.
   sc.snap.preemptions.clear();
