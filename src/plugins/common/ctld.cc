@@ -7,6 +7,9 @@ namespace mlsched::plugin::ctld {
 
 namespace {
 
+// The addresses of the daemon's globals never change while it runs, so each caller
+// below keeps the address in a static: dlsym(RTLD_DEFAULT) searches every loaded
+// object, and select asks several times per job tested in every scheduling pass.
 template <class T>
 T* lookup(const char* name) {
   return static_cast<T*>(dlsym(RTLD_DEFAULT, name));
@@ -17,14 +20,6 @@ T value_of(T* p, T fallback) {
   return p ? *p : fallback;
 }
 
-// The addresses of the daemon's globals never change while it runs, so each is
-// looked up once: dlsym(RTLD_DEFAULT) searches every loaded object, and select
-// calls these several times per job tested in every scheduling pass.
-template <class T>
-T* cached(const char* name) {
-  return lookup<T>(name);
-}
-
 }  // namespace
 
 bool in_slurmctld() {
@@ -33,23 +28,23 @@ bool in_slurmctld() {
 }
 
 node_record_t** node_table() {
-  static node_record_t*** const p = cached<node_record_t**>("node_record_table_ptr");
+  static node_record_t*** const p = lookup<node_record_t**>("node_record_table_ptr");
   return value_of<node_record_t**>(p, nullptr);
 }
 int node_count() {
-  static int* const p = cached<int>("node_record_count");
+  static int* const p = lookup<int>("node_record_count");
   return value_of<int>(p, 0);
 }
 time_t last_node_update() {
-  static time_t* const p = cached<time_t>("last_node_update");
+  static time_t* const p = lookup<time_t>("last_node_update");
   return value_of<time_t>(p, 0);
 }
 switch_record_t* switch_table() {
-  static switch_record_t** const p = cached<switch_record_t*>("switch_record_table");
+  static switch_record_t** const p = lookup<switch_record_t*>("switch_record_table");
   return value_of<switch_record_t*>(p, nullptr);
 }
 int switch_count() {
-  static int* const p = cached<int>("switch_record_cnt");
+  static int* const p = lookup<int>("switch_record_cnt");
   return value_of<int>(p, 0);
 }
 
