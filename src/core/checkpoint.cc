@@ -8,8 +8,6 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
 #include <utility>
 #include <vector>
 
@@ -18,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/atomic_file.h"
+#include "core/safe_file.h"
 #include "core/text.h"
 
 namespace mlsched {
@@ -27,60 +25,86 @@ namespace {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// LATEST holds one line with a path; the fence one number.
+constexpr size_t kMaxRecordBytes = 8192;
+constexpr size_t kMaxFenceBytes = 64;
+const char* const kLatestName = "LATEST";
+const char* const kFenceName = ".mlsched-fence";
+const char* const kLockName = ".mlsched-lock";
+
+// An exclusive flock on the directory's lock file, opened through the checked
+// directory's descriptor and never through a symlink.
 class DirLock {
  public:
-  explicit DirLock(const std::string& dir) {
-    fd_ = open((dir + "/.mlsched-lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0) {
-      while (flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
-      }
+  DirLock(int dir_fd, uid_t owner) {
+    fd_ = Fd(openat(dir_fd, kLockName, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600));
+    if (!fd_.ok()) {
+      error_ = std::string("cannot open ") + kLockName + ": " + errno_text();
+      return;
+    }
+    struct stat st;
+    if (fstat(fd_.get(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != owner) {
+      error_ = std::string(kLockName) + " is not a regular file of the job's user";
+      fd_ = Fd();
+      return;
+    }
+    while (flock(fd_.get(), LOCK_EX) != 0 && errno == EINTR) {
     }
   }
-  ~DirLock() {
-    if (fd_ >= 0) close(fd_);
-  }
-  bool ok() const { return fd_ >= 0; }
+  const std::string& error() const { return error_; }
 
  private:
-  int fd_ = -1;
+  Fd fd_;
+  std::string error_;
 };
 
-std::optional<std::string> read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-std::string write_atomically(const std::string& path, const std::string& text) {
-  return write_file_atomically(path, text, 0644);
-}
-
-std::optional<uint32_t> read_fence(const std::string& dir) {
-  auto text = read_file(fence_file(dir));
-  if (!text) return std::nullopt;
-  auto v = parse_uint(trim(*text));
+std::optional<uint32_t> read_fence(int dir_fd, uid_t owner) {
+  const SmallFile f = read_small_file_at(dir_fd, kFenceName, owner, kMaxFenceBytes);
+  if (!f.text) return std::nullopt;
+  auto v = parse_uint(trim(*f.text));
   if (!v || *v > UINT32_MAX) return std::nullopt;
   return static_cast<uint32_t>(*v);
 }
 
-std::string resolve(const std::string& dir, const std::string& path) {
-  return (!path.empty() && path[0] == '/') ? path : dir + "/" + path;
-}
-
-bool exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-// mkdir -p: every prefix ending before a '/', then the whole path.
-std::string make_dirs(const std::string& dir) {
-  for (size_t slash = dir.find('/', 1);; slash = dir.find('/', slash + 1)) {
-    const std::string prefix = dir.substr(0, slash);
-    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) return "cannot create " + prefix + ": " + errno_text();
-    if (slash == std::string::npos) return "";
+// `path` as the record keeps it: relative to the directory. An absolute path is
+// taken when it lies inside `dir`; anything reaching outside is nullopt.
+std::optional<std::string> relative_to(const std::string& dir, const std::string& path) {
+  if (!path.empty() && path[0] == '/') {
+    const std::string head = dir + "/";
+    if (path.compare(0, head.size(), head) != 0) return std::nullopt;
+    return path_inside(path.substr(head.size()));
   }
+  return path_inside(path);
+}
+
+struct OpenedLatest {
+  std::optional<CheckpointRecord> record;  // parsed and inside the directory
+  std::string rel;                         // its path relative to the directory
+  std::string problem;                     // hostile or foreign content: do not resume, say why
+  std::string note;                        // unreadable record: start from scratch
+};
+
+OpenedLatest open_latest(int dir_fd, const std::string& dir, uid_t owner) {
+  OpenedLatest out;
+  const SmallFile f = read_small_file_at(dir_fd, kLatestName, owner, kMaxRecordBytes);
+  if (f.missing) return out;
+  if (!f.text) {
+    out.problem = dir + "/" + f.error;
+    return out;
+  }
+  auto record = parse_checkpoint_record(*f.text);
+  if (!record) {
+    out.note = "ignoring unreadable " + latest_file(dir) + "; starting from scratch";
+    return out;
+  }
+  auto rel = relative_to(dir, record->path);
+  if (!rel) {
+    out.problem = latest_file(dir) + " names " + record->path + ", which is not inside " + dir;
+    return out;
+  }
+  out.record = std::move(record);
+  out.rel = *rel;
+  return out;
 }
 
 }  // namespace
@@ -121,64 +145,104 @@ std::optional<CheckpointRecord> parse_checkpoint_record(std::string_view text) {
   return r;
 }
 
-std::string latest_file(const std::string& dir) { return dir + "/LATEST"; }
-std::string fence_file(const std::string& dir) { return dir + "/.mlsched-fence"; }
+std::string latest_file(const std::string& dir) { return dir + "/" + kLatestName; }
+std::string fence_file(const std::string& dir) { return dir + "/" + kFenceName; }
 
-RunStart begin_run(const std::string& dir, uint32_t restart) {
+RunStart begin_run(const std::string& dir_in, uint32_t restart, uid_t owner) {
   RunStart out;
-  if (dir.empty()) {
+  if (dir_in.empty()) {
     out.error = "no checkpoint directory";
     return out;
   }
-  if (auto e = make_dirs(dir); !e.empty()) {
+  const OwnedDir dir = open_owned_dir(dir_in, owner, true);
+  if (!dir.error.empty()) {
+    out.error = dir.error;
+    return out;
+  }
+  DirLock lock(dir.fd.get(), owner);
+  if (!lock.error().empty()) {
+    out.error = dir.path + "/" + lock.error();
+    return out;
+  }
+  if (auto fence = read_fence(dir.fd.get(), owner); fence && *fence > restart) {
+    out.error = "a newer run of this job (restart " + std::to_string(*fence) + ") owns " + dir.path +
+                "; this copy (restart " + std::to_string(restart) + ") is stale and must not train";
+    return out;
+  }
+  if (auto e = write_file_atomically_at(dir.fd.get(), kFenceName, std::to_string(restart) + "\n", 0644,
+                                        fence_file(dir.path));
+      !e.empty()) {
     out.error = e;
     return out;
   }
-  DirLock lock(dir);
-  if (!lock.ok()) {
-    out.error = "cannot lock " + dir + "/.mlsched-lock: " + errno_text();
+  const OpenedLatest latest = open_latest(dir.fd.get(), dir.path, owner);
+  if (!latest.problem.empty()) {
+    out.error = "refusing to resume: " + latest.problem;
     return out;
   }
-  if (auto fence = read_fence(dir); fence && *fence > restart) {
-    out.error = "a newer run of this job (restart " + std::to_string(*fence) + ") owns " + dir + "; this copy (restart " +
-                std::to_string(restart) + ") is stale and must not train";
-    return out;
-  }
-  if (auto e = write_atomically(fence_file(dir), std::to_string(restart) + "\n"); !e.empty()) {
-    out.error = e;
-    return out;
-  }
-  if (auto text = read_file(latest_file(dir))) {
-    auto record = parse_checkpoint_record(*text);
-    if (!record) {
-      out.note = "ignoring unreadable " + latest_file(dir) + "; starting from scratch";
-    } else if (!exists(resolve(dir, record->path))) {
-      out.note = "recorded checkpoint " + record->path + " is gone; starting from scratch";
+  out.note = latest.note;
+  if (latest.record) {
+    const std::string why = check_entry_at(dir.fd.get(), latest.rel, owner);
+    if (why.empty()) {
+      out.resume_from = dir.path + "/" + latest.rel;
+    } else if (why.find("does not exist") != std::string::npos) {
+      out.note = "recorded checkpoint " + latest.record->path + " is gone; starting from scratch";
     } else {
-      out.resume_from = resolve(dir, record->path);
+      out.error = "refusing to resume from " + dir.path + ": " + why;
+      return out;
     }
   }
   out.ok = true;
   return out;
 }
 
-std::string mark_checkpoint_complete(const std::string& dir, uint32_t restart, const std::string& path, int64_t now) {
-  if (dir.empty()) return "no checkpoint directory (run the job under `mlsched run`)";
+std::string mark_checkpoint_complete(const std::string& dir_in, uint32_t restart, const std::string& path,
+                                     int64_t now, uid_t owner) {
+  if (dir_in.empty()) return "no checkpoint directory (run the job under `mlsched run`)";
   if (path.empty()) return "no checkpoint path given";
-  DirLock lock(dir);
-  if (!lock.ok()) return "cannot lock " + dir + "/.mlsched-lock: " + errno_text();
-  if (auto fence = read_fence(dir); fence && *fence > restart)
-    return "refused: a newer run of this job (restart " + std::to_string(*fence) + ") owns " + dir +
+  const OwnedDir dir = open_owned_dir(dir_in, owner, false);
+  if (!dir.error.empty()) return "refused: " + dir.error;
+  const auto rel = relative_to(dir.path, path);
+  if (!rel) return "refused: " + path + " is not inside the checkpoint directory " + dir.path;
+  DirLock lock(dir.fd.get(), owner);
+  if (!lock.error().empty()) return "refused: " + dir.path + "/" + lock.error();
+  if (auto fence = read_fence(dir.fd.get(), owner); fence && *fence > restart)
+    return "refused: a newer run of this job (restart " + std::to_string(*fence) + ") owns " + dir.path +
            "; this copy (restart " + std::to_string(restart) + ") is stale";
-  if (!exists(resolve(dir, path))) return "refused: " + resolve(dir, path) + " does not exist";
-  if (auto text = read_file(latest_file(dir)))
-    if (auto old = parse_checkpoint_record(*text); old && old->restart > restart)
-      return "refused: the latest checkpoint comes from a newer run (restart " + std::to_string(old->restart) + ")";
+  if (auto why = check_entry_at(dir.fd.get(), *rel, owner); !why.empty())
+    return "refused: " + (why.find("does not exist") != std::string::npos ? dir.path + "/" + *rel + " does not exist"
+                                                                            : why);
+  const OpenedLatest old = open_latest(dir.fd.get(), dir.path, owner);
+  if (old.record && old.record->restart > restart)
+    return "refused: the latest checkpoint comes from a newer run (restart " + std::to_string(old.record->restart) +
+           ")";
   CheckpointRecord r;
   r.restart = restart;
   r.time = now;
-  r.path = path;
-  return write_atomically(latest_file(dir), r.to_string());
+  r.path = *rel;
+  return write_file_atomically_at(dir.fd.get(), kLatestName, r.to_string(), 0644, latest_file(dir.path));
+}
+
+LatestCheckpoint read_latest_checkpoint(const std::string& dir_in, uid_t owner) {
+  LatestCheckpoint out;
+  const OwnedDir dir = open_owned_dir(dir_in, owner, false);
+  if (!dir.error.empty()) {
+    out.missing = dir.missing;
+    out.problem = dir.error;
+    return out;
+  }
+  const OpenedLatest latest = open_latest(dir.fd.get(), dir.path, owner);
+  if (!latest.problem.empty()) {
+    out.problem = latest.problem;
+  } else if (!latest.note.empty()) {
+    out.problem = "unreadable record in " + latest_file(dir.path);
+  } else if (!latest.record) {
+    out.missing = true;
+  } else {
+    out.record = latest.record;
+    out.path = dir.path + "/" + latest.rel;
+  }
+  return out;
 }
 
 const char* const kCheckpointReportKey = "mlsched-checkpoint";

@@ -10,6 +10,8 @@
 #include <string>
 #include <string_view>
 
+#include <sys/types.h>
+
 namespace mlsched {
 
 // What `mlsched ckpt done` records, one line in <dir>/LATEST:
@@ -35,14 +37,32 @@ struct RunStart {
 // A run with `restart` count starts: raises the fence to it (a run never lowers it;
 // a lower count than the fence means this is a stale copy and is refused) and
 // finds the checkpoint to resume from. Creates `dir` when missing.
-RunStart begin_run(const std::string& dir, uint32_t restart);
+// `dir` must be a directory of `owner` (the job's user) that no other user may
+// write or replace (safe_file.h: open_owned_dir); it is refused with the reason
+// otherwise, and so is a LATEST that is not a regular file of `owner` or that
+// names a path outside `dir` or reached through a symlink: another user's
+// checkpoint is never resumed from.
+RunStart begin_run(const std::string& dir, uint32_t restart, uid_t owner);
 
 // Marks `path` (relative to `dir` or absolute) complete for a run with `restart`
 // count at time `now`: refused when the fence shows a newer run, when the path
 // does not exist, or when the latest record comes from a newer run. The record is
 // written to a temporary file, synced and renamed over LATEST, so a reader sees
 // the old record or the new one, never half of one. Returns "" or the reason.
-std::string mark_checkpoint_complete(const std::string& dir, uint32_t restart, const std::string& path, int64_t now);
+// `path` must lie inside `dir`; the record keeps it relative to `dir`.
+std::string mark_checkpoint_complete(const std::string& dir, uint32_t restart, const std::string& path, int64_t now,
+                                     uid_t owner);
+
+// The latest complete checkpoint in `dir`, read the way begin_run reads it (a
+// checked directory of `owner`, a bounded regular file, a path inside `dir`):
+// for `mlsched why` and for `mlsched run` watching for the checkpoint it asked for.
+struct LatestCheckpoint {
+  std::optional<CheckpointRecord> record;  // with `path` the checkpoint's full path
+  std::string path;
+  bool missing = false;  // no directory or no record: nothing marked yet
+  std::string problem;   // why it was not read (foreign owner, symlink, FIFO, too long, garbage)
+};
+LatestCheckpoint read_latest_checkpoint(const std::string& dir, uid_t owner);
 
 // ==== checkpoint reports to slurmctld ===========================================
 // Inside a job, `mlsched ckpt done` also writes when the checkpoint completed into

@@ -4,6 +4,7 @@
 #include "core/directives.h"
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 #include <sstream>
 
@@ -25,6 +26,23 @@ std::string DirectiveOrigin::describe() const {
   return "line " + std::to_string(line);
 }
 
+void RawDirectives::error(std::string msg) {
+  if (errors.size() < kMaxProblemsKept) errors.push_back(std::move(msg));
+  else ++errors_dropped;
+}
+
+void RawDirectives::note(std::string msg) {
+  if (notes.size() < kMaxProblemsKept) notes.push_back(std::move(msg));
+  else ++notes_dropped;
+}
+
+bool is_gpu_type_name(std::string_view name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  return true;
+}
+
 namespace {
 
 void read_words(std::string_view text, const DirectiveOrigin& origin, RawDirectives& out) {
@@ -33,27 +51,27 @@ void read_words(std::string_view text, const DirectiveOrigin& origin, RawDirecti
   for (const std::string& word : split_words(text)) {
     const size_t eq = word.find('=');
     if (eq == std::string::npos || eq == 0) {
-      out.errors.push_back(origin.describe() + ": '" + word + "' is not key=value (e.g. gpu-type=a100)");
+      out.error(origin.describe() + ": '" + shown(word) + "' is not key=value (e.g. gpu-type=a100)");
       continue;
     }
     const std::string key = lowercase(word.substr(0, eq));
     const std::string value = word.substr(eq + 1);
     const auto& keys = directive_keys();
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
-      std::string msg = origin.describe() + ": unknown key '" + word.substr(0, eq) + "'";
+      std::string msg = origin.describe() + ": unknown key '" + shown(word.substr(0, eq)) + "'";
       if (auto near = closest_match(key, keys)) msg += "; did you mean '" + *near + "'?";
       else msg += " (known keys: " + join(keys, ", ") + ")";
-      out.errors.push_back(msg);
+      out.error(msg);
       continue;
     }
     if (value.empty()) {
-      out.errors.push_back(origin.describe() + ": " + key + "= has no value");
+      out.error(origin.describe() + ": " + key + "= has no value");
       continue;
     }
     auto [it, inserted] = out.values.emplace(key, GivenValue{value, origin});
     if (!inserted) {
-      out.errors.push_back(origin.describe() + ": " + key + " is given twice (also at " +
-                           it->second.origin.describe() + "); keep one");
+      out.error(origin.describe() + ": " + key + " is given twice (also at " + it->second.origin.describe() +
+                "); keep one");
     }
   }
 }
@@ -79,9 +97,9 @@ RawDirectives read_directives(std::string_view script, std::string_view comment)
     const std::string_view rest = std::string_view(line).substr(8);
     if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // e.g. "#MLSCHEDULER"
     if (past_first_command) {
-      out.notes.push_back("line " + std::to_string(number) +
-                          ": #MLSCHED after the script's first command is ignored (as sbatch ignores "
-                          "#SBATCH there); move it up");
+      out.note("line " + std::to_string(number) +
+               ": #MLSCHED after the script's first command is ignored (as sbatch ignores "
+               "#SBATCH there); move it up");
       continue;
     }
     read_words(rest, DirectiveOrigin{DirectiveOrigin::Kind::script, number}, out);
@@ -111,12 +129,14 @@ ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& co
   ResolvedDirectives out;
   out.errors = raw.errors;
   out.notes = raw.notes;
+  out.errors_dropped = raw.errors_dropped;
+  out.notes_dropped = raw.notes_dropped;
   auto get = [&](const std::string& key) -> const GivenValue* {
     auto it = raw.values.find(key);
     return it == raw.values.end() ? nullptr : &it->second;
   };
   auto fail = [&](const GivenValue& g, const std::string& key, const std::string& why) {
-    out.errors.push_back(g.origin.describe() + ": " + key + "=" + g.value + " " + why);
+    out.errors.push_back(g.origin.describe() + ": " + key + "=" + shown(g.value) + " " + why);
   };
 
   JobDirectives d;
@@ -143,6 +163,10 @@ ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& co
         fail(*g, "gpu-type", "has an empty entry; write gpu-type=h100 or gpu-type=h100,a100");
         break;
       }
+      if (!is_gpu_type_name(t)) {
+        fail(*g, "gpu-type", "names '" + shown(t) + "', which is not a GPU type (letters, digits, '-', '_', '.')");
+        break;
+      }
       if (!seen.insert(lowercase(t)).second) {
         fail(*g, "gpu-type", "lists " + t + " twice");
         break;
@@ -167,7 +191,7 @@ ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& co
     if (!v) {
       fail(*g, "checkpoint-grace", "is not a duration; write seconds (300) or 300s, 5m");
     } else if (*v > config.max_checkpoint_grace) {
-      out.notes.push_back(g->origin.describe() + ": checkpoint-grace=" + g->value + " capped to " +
+      out.notes.push_back(g->origin.describe() + ": checkpoint-grace=" + shown(g->value) + " capped to " +
                           std::to_string(config.max_checkpoint_grace) +
                           " seconds (this cluster's MaxCheckpointGrace)");
       d.checkpoint_grace = config.max_checkpoint_grace;

@@ -30,11 +30,19 @@ struct GivenValue {
   DirectiveOrigin origin;
 };
 
+// How many problems (and notes) one submission keeps to tell its user; the rest
+// are only counted. One script of 300,000 bad lines must not become 300,000
+// messages in slurmctld's memory, its log and the user's terminal.
+constexpr size_t kMaxProblemsKept = 20;
+
 struct RawDirectives {
   std::map<std::string, GivenValue> values;
-  std::vector<std::string> errors;  // each already names its origin
-  std::vector<std::string> notes;   // harmless but worth telling the user
+  std::vector<std::string> errors;  // each already names its origin; at most kMaxProblemsKept
+  std::vector<std::string> notes;   // harmless but worth telling the user; at most kMaxProblemsKept
+  size_t errors_dropped = 0, notes_dropped = 0;  // beyond the kept ones
   bool any() const { return !values.empty() || !errors.empty(); }
+  void error(std::string msg);
+  void note(std::string msg);
 };
 
 // Reads directives from both places. Like sbatch with #SBATCH, #MLSCHED lines count
@@ -65,7 +73,13 @@ struct ResolvedDirectives {
   std::optional<JobDirectives> directives;
   std::vector<std::string> errors;
   std::vector<std::string> notes;
+  size_t errors_dropped = 0, notes_dropped = 0;  // as in RawDirectives
 };
+
+// Whether `name` can be a GPU type (a GRES type name: letters, digits, '_', '-',
+// '.'). Checked before the cluster is asked, so that every problem is reported
+// in one go ("gpu-type=h100;rm" is not a type name, whatever else is wrong).
+bool is_gpu_type_name(std::string_view name);
 
 // Validates values and applies the admin config (type defaults, caps, policies).
 ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& config);

@@ -2,7 +2,7 @@
 noinst_LTLIBRARIES += src/core/libmlsched_core.la
 src_core_libmlsched_core_la_SOURCES = \
 	src/core/text.h src/core/text.cc \
-	src/core/atomic_file.h src/core/atomic_file.cc \
+	src/core/safe_file.h src/core/safe_file.cc \
 	src/core/types.h src/core/types.cc \
 	src/core/hostlist.h src/core/hostlist.cc \
 	src/core/config.h src/core/config.cc \

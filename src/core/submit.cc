@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "core/checkpoint.h"
 #include "core/text.h"
 
 namespace mlsched {
@@ -170,11 +171,15 @@ std::string type_gpu_tres(const std::string& tres, const std::string& gpu_type) 
 
 std::string SubmitPlan::user_message() const {
   const auto& lines = errors.empty() ? notes : errors;
-  if (lines.empty()) return "";
-  if (lines.size() == 1) return "mlsched: " + lines[0];
-  std::string msg = "mlsched: " + std::to_string(lines.size()) +
+  const size_t total = lines.size() + (errors.empty() ? notes_dropped : errors_dropped);
+  if (total == 0) return "";
+  if (total == 1) return "mlsched: " + shown(lines[0], kMaxLineBytes);
+  std::string msg = "mlsched: " + std::to_string(total) +
                     (errors.empty() ? " notes on this job:" : " problems with this job:");
-  for (const auto& l : lines) msg += "\n  " + l;
+  const size_t listed = std::min(lines.size(), kMaxProblemsShown);
+  for (size_t i = 0; i < listed; ++i) msg += "\n  " + shown(lines[i], kMaxLineBytes);
+  if (total > listed)
+    msg += "\n  ... and " + std::to_string(total - listed) + " more (fix these first; each line is checked)";
   return msg;
 }
 
@@ -183,12 +188,15 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
   const RawDirectives raw = read_directives(req.script, req.comment);
   if (!raw.any()) {
     plan.notes = raw.notes;  // ignored #MLSCHED lines are still worth a word
+    plan.notes_dropped = raw.notes_dropped;
     return plan;
   }
   plan.has_directives = true;
   ResolvedDirectives resolved = resolve_directives(raw, config);
   plan.errors = resolved.errors;
   plan.notes = resolved.notes;
+  plan.errors_dropped = resolved.errors_dropped;
+  plan.notes_dropped = resolved.notes_dropped;
   if (!resolved.directives) return plan;
   JobDirectives d = *resolved.directives;
 
@@ -208,7 +216,7 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
       auto c = cluster.canonical_gpu_type(t);
       if (!c) {
         auto have = cluster.gpu_types();
-        plan.errors.push_back("gpu-type=" + join(d.gpu_types, ",") + ": this cluster has no " + t +
+        plan.errors.push_back("gpu-type=" + shown(join(d.gpu_types, ",")) + ": this cluster has no " + shown(t) +
                               " GPUs (it has " + (have.empty() ? std::string("none") : join(have, ", ")) +
                               ")");
         continue;
@@ -317,6 +325,43 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
   plan.directives = d;
   plan.stored = std::string(kStoredPrefix) + " " + d.to_string();
   return plan;
+}
+
+UpdateVerdict check_update(const JobUpdate& u, const Config& config) {
+  UpdateVerdict v;
+  const auto stored = parse_stored_directives(u.admin_comment);
+  if (u.comment && without_checkpoint_report(*u.comment) != without_checkpoint_report(u.current_comment)) {
+    const std::string c = trim(without_checkpoint_report(*u.comment));
+    if (starts_with(lowercase(c), kStoredPrefix)) {
+      // The same directives the job has, resolved as at submission, may come back.
+      const ResolvedDirectives given = resolve_directives(read_directives("", c), config);
+      const bool same = stored && given.directives &&
+                        lowercase(given.directives->to_string()) == lowercase(stored->to_string());
+      if (!same) {
+        v.kind = UpdateVerdict::Kind::directives_fixed;
+        v.reason = "mlsched: a job's directives are fixed at submission; the comment may only repeat them (" +
+                   (stored ? stored->to_string() : std::string("this job has none")) + ")";
+        return v;
+      }
+    }
+  }
+  if (!stored || stored->gpu_types.empty()) return v;
+  JobRequest req;
+  req.tres_per_node = u.tres_per_node;
+  req.tres_per_job = u.tres_per_job;
+  req.tres_per_task = u.tres_per_task;
+  req.tres_per_socket = u.tres_per_socket;
+  for (const auto& t : read_gpu_request(req).types) {
+    bool allowed = false;
+    for (const auto& want : stored->gpu_types) allowed = allowed || lowercase(want) == lowercase(t);
+    if (!allowed) {
+      v.kind = UpdateVerdict::Kind::gpu_type_excluded;
+      v.reason = "mlsched: GPU type " + shown(t) + " is outside this job's gpu-type directive (" +
+                 join(stored->gpu_types, ",") + ")";
+      return v;
+    }
+  }
+  return v;
 }
 
 }  // namespace mlsched

@@ -56,6 +56,7 @@ struct SubmitPlan {
   bool has_directives = false;
   std::vector<std::string> errors;  // non-empty: refuse the job
   std::vector<std::string> notes;   // told to the user on success
+  size_t errors_dropped = 0, notes_dropped = 0;  // problems beyond those kept (directives.h)
   JobDirectives directives;
   // Values to write back into the job; nullopt leaves the field as it is.
   std::optional<std::string> tres_per_node, tres_per_job, tres_per_task, tres_per_socket;
@@ -67,10 +68,34 @@ struct SubmitPlan {
   std::string stored;            // canonical directives for the job's admin comment
 
   bool accepted() const { return errors.empty(); }
-  // What sbatch shows: every problem (or note), one per line, prefixed "mlsched: ".
+  // What sbatch shows (and slurmctld's log): the problems (or notes), one per line,
+  // prefixed "mlsched: ", control bytes escaped and each line bounded; past
+  // kMaxProblemsShown lines, how many more there are.
+  static constexpr size_t kMaxProblemsShown = 20;
+  static constexpr size_t kMaxLineBytes = 400;
   std::string user_message() const;
 };
 
 SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster);
+
+// ==== updates of a submitted job (job_modify) ===================================
+// Directives are fixed at submission: they are stored in the admin comment, which
+// users cannot change. An update may not bring other directives in through the
+// comment, nor ask for a GPU type the directives exclude. It may put back the
+// directives the job already has (a user who cleared the comment restores it), and
+// a change of only the `mlsched-checkpoint=` report (`mlsched ckpt done`) passes.
+struct JobUpdate {
+  std::optional<std::string> comment;  // the new Comment, when the update sets one
+  std::string current_comment;         // the job's Comment before the update
+  std::string admin_comment;           // the job's admin comment (stored directives)
+  std::string tres_per_node, tres_per_job, tres_per_task, tres_per_socket;  // as the update sets them
+};
+struct UpdateVerdict {
+  enum class Kind { allowed, directives_fixed, gpu_type_excluded } kind = Kind::allowed;
+  std::string reason;  // for the user: "mlsched: ..."; "" when allowed
+  bool allowed() const { return kind == Kind::allowed; }
+};
+UpdateVerdict check_update(const JobUpdate& update, const Config& config);
+// ==== end updates ================================================================
 
 }  // namespace mlsched

@@ -1,6 +1,8 @@
 // String helpers: parsing of user-typed values with strict, predictable rules.
 #include "core/text.h"
 
+#include <cstdio>
+
 #include <algorithm>
 #include <cctype>
 #include <csignal>
@@ -141,6 +143,57 @@ std::optional<std::string> closest_match(std::string_view word,
   const size_t limit = std::max<size_t>(2, w.size() / 3);
   if (best_name && best <= limit) return best_name;
   return std::nullopt;
+}
+
+std::string escape_controls(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      if (c == '\t') {
+        out += c;  // harmless and common in names
+        continue;
+      }
+      char buf[8];
+      snprintf(buf, sizeof buf, "\\x%02x", c);
+      out += buf;
+      continue;
+    }
+    // C1 controls in UTF-8: C2 80..C2 9F.
+    if (c == 0xc2 && i + 1 < text.size()) {
+      const auto d = static_cast<unsigned char>(text[i + 1]);
+      if (d >= 0x80 && d <= 0x9f) {
+        char buf[16];
+        snprintf(buf, sizeof buf, "\\u{%04x}", d);
+        out += buf;
+        ++i;
+        continue;
+      }
+    }
+    // Bidirectional embeddings/overrides/isolates: E2 80 AA..AE and E2 81 A6..A9.
+    if (c == 0xe2 && i + 2 < text.size()) {
+      const auto d = static_cast<unsigned char>(text[i + 1]), e = static_cast<unsigned char>(text[i + 2]);
+      if ((d == 0x80 && e >= 0xaa && e <= 0xae) || (d == 0x81 && e >= 0xa6 && e <= 0xa9)) {
+        const unsigned cp = 0x2000u + ((d & 0x3fu) << 6) + (e & 0x3fu);
+        char buf[16];
+        snprintf(buf, sizeof buf, "\\u{%04x}", cp);
+        out += buf;
+        i += 2;
+        continue;
+      }
+    }
+    out += static_cast<char>(c);
+  }
+  return out;
+}
+
+std::string shown(std::string_view user_text, size_t max_bytes) {
+  if (user_text.size() <= max_bytes) return escape_controls(user_text);
+  // Cut on a UTF-8 character boundary.
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(user_text[cut]) & 0xc0) == 0x80) --cut;
+  return escape_controls(user_text.substr(0, cut)) + "...(" + std::to_string(user_text.size() - cut) + " more bytes)";
 }
 
 }  // namespace mlsched

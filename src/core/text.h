@@ -33,4 +33,17 @@ std::string signal_name(int signo);
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates);
 
+// ==== user text shown to people ==================================================
+// Text a user wrote (a directive, a job name, a path) on its way to someone's
+// terminal or to slurmctld's log: control bytes (C0, DEL, C1 in UTF-8) and the
+// Unicode bidirectional overrides (U+202A..U+202E, U+2066..U+2069), which can make
+// a line read as something else, are written as \xNN or \u{NNNN}. Applying it
+// twice changes nothing more.
+std::string escape_controls(std::string_view text);
+// escape_controls(), cut to at most `max_bytes` of the original with
+// "...(N more bytes)" after it, so one long value cannot flood a message.
+constexpr size_t kMaxShownBytes = 64;
+std::string shown(std::string_view user_text, size_t max_bytes = kMaxShownBytes);
+// ==== end user text ==============================================================
+
 }  // namespace mlsched

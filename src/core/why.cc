@@ -673,7 +673,9 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
 
 std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
   std::string out;
-  auto line = [&](const std::string& s) { out += s + "\n"; };
+  // Job names, users' paths and Slurm's reasons are users' text: no raw control
+  // bytes reach the reader's terminal.
+  auto line = [&](const std::string& s) { out += escape_controls(s) + "\n"; };
   auto clock = [](time_t t) {
     char buf[32];
     struct tm tmv;

@@ -196,5 +196,11 @@ def test_directives_cannot_be_changed_after_submission(cluster):
                            "comment=mlsched: gpu-type=a100 mlsched-checkpoint=1700000001"], user=ALICE)
         assert upd.rc != 0 and "not supported" in upd.err.lower(), upd
         assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100 mlsched-checkpoint=1700000000"
+        # Cleared, then put back as submitted: the directives do not change, so it passes.
+        upd = cluster.run(["scontrol", "update", f"jobid={job}", "comment="], user=ALICE)
+        assert upd.rc == 0, upd
+        upd = cluster.run(["scontrol", "update", f"jobid={job}", "comment=mlsched: gpu-type=h100"], user=ALICE)
+        assert upd.rc == 0, upd
+        assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100"
     finally:
         cluster.cancel(job)

@@ -1,6 +1,8 @@
+#include <algorithm>
 #include <csignal>
 
 #include "core/submit.h"
+#include "core/text.h"
 #include "fixtures.h"
 #include "suites.h"
 
@@ -196,10 +198,121 @@ START_TEST(comment_directives_for_srun) {
 }
 END_TEST
 
+
+// ==== hostile submissions: bounded, escaped, every problem at once ==============
+
+static size_t count_lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')) + 1; }
+
+START_TEST(a_flood_of_bad_lines_gives_a_bounded_message) {
+  JobRequest r;
+  r.script = "#!/bin/bash\n";
+  for (int i = 0; i < 300000; ++i) r.script += "#MLSCHED b" + std::to_string(i) + "=1\n";
+  r.script += "srun x\n";
+  r.tres_per_node = "gres:gpu:1";
+  SubmitPlan p = plan_submit(r, Config{}, fixture_cluster());
+  ck_assert(!p.accepted());
+  ck_assert_uint_le(p.errors.size(), kMaxProblemsKept);  // slurmctld keeps no more than this
+  const std::string msg = p.user_message();
+  ck_assert_contains(msg, "mlsched: 300000 problems with this job:");
+  ck_assert_contains(msg, "line 2: unknown key 'b0'");
+  ck_assert_contains(msg, "... and 299980 more");
+  ck_assert_uint_le(count_lines(msg), SubmitPlan::kMaxProblemsShown + 2);
+  ck_assert_uint_lt(msg.size(), 8000);
+}
+END_TEST
+
+START_TEST(long_keys_and_values_are_cut_when_echoed) {
+  const std::string key(10000, 'k'), value(100000, 'v');
+  SubmitPlan p = plan_submit(job(key + "=1 checkpoint-grace=" + value), Config{}, fixture_cluster());
+  ck_assert(!p.accepted());
+  const std::string msg = p.user_message();
+  ck_assert_contains(msg, "unknown key '" + std::string(kMaxShownBytes, 'k') + "...(9936 more bytes)'");
+  ck_assert_contains(msg, "checkpoint-grace=" + std::string(kMaxShownBytes, 'v') + "...(99936 more bytes) is not");
+  ck_assert_uint_lt(msg.size(), 2000);
+}
+END_TEST
+
+START_TEST(control_bytes_are_escaped_in_messages) {
+  // ESC (a terminal sequence), DEL, VT, FF and U+202E (right-to-left override).
+  SubmitPlan p = plan_submit(job("gpu-type=h\x1b[2Jx \x7f\x0b\x0c=1 type=\xe2\x80\xaeniart"), Config{}, fixture_cluster());
+  ck_assert(!p.accepted());
+  const std::string msg = p.user_message();
+  for (char c : msg) ck_assert_msg(static_cast<unsigned char>(c) >= 0x20 || c == '\n', "raw control byte %d", c);
+  ck_assert(msg.find("\xe2\x80\xae") == std::string::npos);
+  ck_assert_contains(msg, "\\x1b[2Jx");
+  ck_assert_contains(msg, "\\x7f\\x0b\\x0c");
+  ck_assert_contains(msg, "type=\\u{202e}niart is not a job type");
+  const std::string once = escape_controls("a\x1b b\xe2\x80\xae\xc2\x9b");
+  ck_assert_string_eq(once, "a\\x1b b\\u{202e}\\u{009b}");
+  ck_assert_string_eq(escape_controls(once), once);  // escaping twice changes nothing
+}
+END_TEST
+
+START_TEST(every_problem_is_reported_at_once) {
+  SubmitPlan p = plan_submit(job("gpu-type=h100;rm -rf /"), Config{}, fixture_cluster());
+  ck_assert(!p.accepted());
+  const std::string msg = p.user_message();
+  ck_assert_contains(msg, "mlsched: 3 problems with this job:");
+  ck_assert_contains(msg, "'-rf' is not key=value");
+  ck_assert_contains(msg, "'/' is not key=value");
+  ck_assert_contains(msg, "gpu-type=h100;rm names 'h100;rm', which is not a GPU type");
+}
+END_TEST
+
+
+START_TEST(updates_may_restore_but_not_change_directives) {
+  SubmitPlan plan = plan_submit([] {
+    JobRequest r;
+    r.script = "#!/bin/bash\nsrun x\n";
+    r.comment = "mlsched: gpu-type=h100 checkpoint-grace=5m";
+    r.tres_per_node = "gres:gpu:1";
+    return r;
+  }(), Config{}, fixture_cluster());
+  ck_assert_msg(plan.accepted(), "%s", plan.user_message().c_str());
+  JobUpdate u;
+  u.admin_comment = plan.stored;
+  u.current_comment = "mlsched: gpu-type=h100 checkpoint-grace=5m";
+  // A plain note, a cleared comment, and the checkpoint report pass.
+  for (const std::string c : {"first try", "", "mlsched: gpu-type=h100 checkpoint-grace=5m mlsched-checkpoint=17"}) {
+    u.comment = c;
+    ck_assert_msg(check_update(u, Config{}).allowed(), "refused %s", c.c_str());
+  }
+  // The comment was cleared; putting the original directives back is no change.
+  u.current_comment = "";
+  u.comment = "mlsched: gpu-type=h100 checkpoint-grace=5m";
+  ck_assert_msg(check_update(u, Config{}).allowed(), "%s", check_update(u, Config{}).reason.c_str());
+  u.comment = "mlsched: checkpoint-grace=300 gpu-type=H100";  // same meaning, other spelling
+  ck_assert(check_update(u, Config{}).allowed());
+  // Other directives are refused, with the reason.
+  for (const std::string c : {"mlsched: gpu-type=a100 checkpoint-grace=5m", "mlsched: gpu-type=h100",
+                              "mlsched: gpu-type=h100 checkpoint-grace=5m bogus=1"}) {
+    u.comment = c;
+    const UpdateVerdict v = check_update(u, Config{});
+    ck_assert_msg(!v.allowed(), "allowed %s", c.c_str());
+    ck_assert(v.kind == UpdateVerdict::Kind::directives_fixed);
+    ck_assert_contains(v.reason, "mlsched: a job's directives are fixed at submission");
+    ck_assert_contains(v.reason, "gpu-type=h100");
+  }
+  // A GPU type the directives exclude.
+  u.comment.reset();
+  u.tres_per_node = "gres:gpu:a100:1";
+  UpdateVerdict v = check_update(u, Config{});
+  ck_assert(v.kind == UpdateVerdict::Kind::gpu_type_excluded);
+  ck_assert_contains(v.reason, "GPU type a100 is outside this job's gpu-type directive (h100)");
+  u.tres_per_node = "gres:gpu:h100:2";
+  ck_assert(check_update(u, Config{}).allowed());
+}
+END_TEST
+
 Suite* submit_suite() {
   Suite* s = suite_create("submit");
   TCase* tc = tcase_create("plan");
   tcase_add_test(tc, plain_jobs_are_left_alone);
+  tcase_add_test(tc, a_flood_of_bad_lines_gives_a_bounded_message);
+  tcase_add_test(tc, long_keys_and_values_are_cut_when_echoed);
+  tcase_add_test(tc, control_bytes_are_escaped_in_messages);
+  tcase_add_test(tc, every_problem_is_reported_at_once);
+  tcase_add_test(tc, updates_may_restore_but_not_change_directives);
   tcase_add_test(tc, single_type_becomes_typed_gres);
   tcase_add_test(tc, gpus_per_job_and_task_are_typed_too);
   tcase_add_test(tc, type_list_becomes_matching_or_constraint);

@@ -10,7 +10,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <vector>
@@ -65,12 +64,6 @@ const char* const kCkptHelp =
     "is kept), so preemption counts the work at risk from there and `mlsched why`\n"
     "shows it. When that report fails it warns on stderr and still exits 0: the\n"
     "checkpoint is marked, and resuming needs only the mark.\n";
-
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
 
 std::string env(const char* name) {
   const char* v = getenv(name);
@@ -169,14 +162,17 @@ int cmd_run(Args& args) {
   const bool no_requeue = args.flag("--no-requeue");
   args.expect_no_more("run");
   if (command.empty()) throw UsageError("no command to run after --");
+  // Absolute, so that MLSCHED_CHECKPOINT_DIR means the same after the training chdirs.
+  char cwd[4096];
+  if (!getcwd(cwd, sizeof cwd)) throw ToolError(std::string("cannot read the working directory: ") + strerror(errno));
   if (dir.empty()) {
     const std::string job_id = env("SLURM_JOB_ID");
     if (job_id.empty()) throw UsageError("not inside a Slurm job: give --checkpoint-dir");
     // The job's working directory (sbatch -D, else where it was submitted): the
     // requeued job starts there again, so it finds its checkpoints.
-    char cwd[4096];
-    if (!getcwd(cwd, sizeof cwd)) throw ToolError(std::string("cannot read the working directory: ") + strerror(errno));
     dir = std::string(cwd) + "/mlsched-checkpoints/" + job_id;
+  } else if (dir[0] != '/') {
+    dir = std::string(cwd) + "/" + dir;
   }
   const auto directives = job_directives();
   int checkpoint_signal = directives && directives->checkpoint_signal ? directives->checkpoint_signal : SIGUSR1;
@@ -194,7 +190,9 @@ int cmd_run(Args& args) {
     requeue_when_checkpointed = false;
   }
 
-  const RunStart start = begin_run(dir, restart);
+  // The job's user owns the directory, or the job does not start: a directory
+  // another user prepared (a shared work directory) could hand it their checkpoint.
+  const RunStart start = begin_run(dir, restart, geteuid());
   if (!start.ok) throw ToolError(start.error);
   if (!start.note.empty()) fprintf(stderr, "mlsched run: %s\n", start.note.c_str());
   fprintf(stderr, "mlsched run: restart %u, checkpoints in %s, resuming from %s\n", restart, dir.c_str(),
@@ -234,8 +232,9 @@ int cmd_run(Args& args) {
     const int sig = asked_at ? sigtimedwait(&forwarded, &info, &poll) : sigwaitinfo(&forwarded, &info);
     if (sig < 0) {
       if (errno == EAGAIN && asked_at && requeue_when_checkpointed && job_id) {
-        if (auto text = read_text(latest_file(dir))) {
-          auto record = parse_checkpoint_record(*text);
+        {
+          const LatestCheckpoint latest = read_latest_checkpoint(dir, geteuid());
+          const auto& record = latest.record;
           if (record && record->restart == restart && record->time >= asked_at) {
             fprintf(stderr, "mlsched run: checkpoint %s complete; requeueing job %s to give its GPUs back\n",
                     record->path.c_str(), env("SLURM_JOB_ID").c_str());
@@ -285,7 +284,7 @@ int cmd_ckpt(Args& args) {
   auto restart = parse_uint(restart_text);
   if (!restart || *restart > UINT32_MAX) throw ToolError("MLSCHED_RESTART_COUNT is not set: run the training under `mlsched run`");
   const int64_t now = time(nullptr);
-  const std::string why = mark_checkpoint_complete(dir, static_cast<uint32_t>(*restart), path, now);
+  const std::string why = mark_checkpoint_complete(dir, static_cast<uint32_t>(*restart), path, now, geteuid());
   if (!why.empty()) throw ToolError(why);
   if (auto job_id = parse_uint(env("SLURM_JOB_ID")); job_id && *job_id > 0 && *job_id <= UINT32_MAX)
     report_checkpoint(static_cast<uint32_t>(*job_id), now);

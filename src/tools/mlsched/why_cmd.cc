@@ -1,7 +1,9 @@
 // `mlsched why <jobid>`: reads the job, the nodes, the switches and every job
 // from slurmctld through libslurm's public API, copies them into the core's
 // snapshot values, and prints the core's explanation.
+#include <grp.h>
 #include <pwd.h>
+#include <unistd.h>
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
@@ -218,27 +220,70 @@ std::string slurm_conf_dir() {
   return slash == std::string::npos ? std::string(".") : slurm_conf.substr(0, slash);
 }
 
+// For as long as it lives, the process acts as `uid`/`gid` for file access
+// (effective ids and groups), when it runs as root: `mlsched why` is often run by
+// root or an operator, and a user's checkpoint directory must be read with that
+// user's rights only, so a link planted there to /etc/shadow opens nothing.
+class AsUser {
+ public:
+  AsUser(uid_t uid, gid_t gid) {
+    if (geteuid() != 0 || uid == 0) return;
+    const int n = getgroups(0, nullptr);
+    saved_groups_.resize(n > 0 ? static_cast<size_t>(n) : 0);
+    if (n > 0 && getgroups(n, saved_groups_.data()) != n) saved_groups_.clear();
+    saved_gid_ = getegid();
+    if (setgroups(1, &gid) != 0 || setegid(gid) != 0 || seteuid(uid) != 0) {
+      error_ = std::string("cannot take the job's user's identity: ") + strerror(errno);
+      restore();
+      return;
+    }
+    dropped_ = true;
+  }
+  ~AsUser() {
+    if (dropped_) restore();
+  }
+  const std::string& error() const { return error_; }
+
+ private:
+  void restore() {
+    // Back to root first: only root may set the groups and gid again.
+    if (seteuid(0) != 0 || setegid(saved_gid_) != 0 ||
+        setgroups(saved_groups_.size(), saved_groups_.data()) != 0) {
+      // Going on with another identity than the operator's would be worse than stopping.
+      fprintf(stderr, "mlsched: cannot restore root's identity: %s\n", strerror(errno));
+      _exit(70);
+    }
+  }
+  std::vector<gid_t> saved_groups_;
+  gid_t saved_gid_ = 0;
+  bool dropped_ = false;
+  std::string error_;
+};
+
 // The latest complete checkpoint `mlsched run` recorded in its default directory
-// (mlsched-checkpoints/<jobid> in the job's working directory), when readable.
-void find_checkpoint(JobFacts& job, const std::string& work_dir) {
+// (mlsched-checkpoints/<jobid> in the job's working directory), read as the
+// job's user, the way the job itself checks it (core/checkpoint.h).
+void find_checkpoint(JobFacts& job, const std::string& work_dir, uid_t uid, gid_t gid) {
   if (work_dir.empty()) {
     job.checkpoint_note = "unknown (no working directory)";
     return;
   }
   job.checkpoint_dir = work_dir + "/mlsched-checkpoints/" + std::to_string(job.job_id);
-  auto text = read_text(latest_file(job.checkpoint_dir));
-  if (!text) {
+  const AsUser as_user(uid, gid);
+  if (!as_user.error().empty()) {
+    job.checkpoint_note = "not read (" + as_user.error() + ")";
+    return;
+  }
+  const LatestCheckpoint latest = read_latest_checkpoint(job.checkpoint_dir, uid);
+  if (latest.record) {
+    job.last_checkpoint = latest.record->time;
+    job.last_checkpoint_path = latest.record->path;
+  } else if (latest.missing) {
     job.checkpoint_note = "none marked in " + job.checkpoint_dir + " (or not readable by you; `mlsched run " +
                           "--checkpoint-dir` elsewhere is not seen)";
-    return;
+  } else {
+    job.checkpoint_note = "not read: " + latest.problem;
   }
-  auto record = parse_checkpoint_record(*text);
-  if (!record) {
-    job.checkpoint_note = "unreadable record in " + latest_file(job.checkpoint_dir);
-    return;
-  }
-  job.last_checkpoint = record->time;
-  job.last_checkpoint_path = record->path;
 }
 
 // Each team's usage and shares (as sshare shows them), the GPUs its running jobs
@@ -463,7 +508,7 @@ int cmd_why(Args& args) {
   job.borrowing_mark = stored_token(job.admin_comment, "borrowing");
   job.preemptions = preemption_history(job.admin_comment);
   if (job.state == "RUNNING" || job.state == "SUSPENDED") {
-    find_checkpoint(job, str(j.work_dir));
+    find_checkpoint(job, str(j.work_dir), j.user_id, j.group_id);
     // What the job reported to slurmctld (its Comment) is readable from any login
     // node; the directory's record, when readable, adds the path. Counted only within
     // this run, as preempt/mlsched counts it.

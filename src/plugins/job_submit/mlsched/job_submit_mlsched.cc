@@ -129,44 +129,24 @@ MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, cha
   return SLURM_ERROR;
 }
 
-// Directives are fixed at submission: the stored form is in the admin comment,
-// which users cannot change. A modify may not sneak new directives in through the
-// comment, nor ask for a GPU type the directives exclude. An update that changes
-// nothing in the comment but its `mlsched-checkpoint=` report (what `mlsched ckpt
-// done` sends) always passes, also when the comment holds the directives an srun
-// was submitted with; preempt/mlsched trusts such a report only within the job's
-// current run (trusted_checkpoint_time). job_modify has no message channel in
-// Slurm 22.05, so the reason goes to slurmctld's log.
+// The rules are core's (check_update). job_modify has no message channel in
+// Slurm 22.05: the user sees Slurm's text for the error code, and the reason goes
+// to slurmctld's log (README: "When an update is refused").
 MLSCHED_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
   try {
-    const bool only_checkpoint_report =
-        job_desc->comment && mlsched::without_checkpoint_report(job_desc->comment) ==
-                                 mlsched::without_checkpoint_report(str(job_ptr->comment));
-    if (job_desc->comment && !only_checkpoint_report) {
-      const std::string c = mlsched::trim(job_desc->comment);
-      if (mlsched::starts_with(mlsched::lowercase(c), mlsched::kStoredPrefix)) {
-        info("%s: refused update of job %u by uid %u: directives are fixed at submission", kLog,
-             job_ptr->job_id, submit_uid);
-        return ESLURM_NOT_SUPPORTED;
-      }
-    }
-    const auto stored = mlsched::parse_stored_directives(str(job_ptr->admin_comment));
-    if (!stored || stored->gpu_types.empty()) return SLURM_SUCCESS;
-    mlsched::JobRequest req;
-    req.tres_per_node = str(job_desc->tres_per_node);
-    req.tres_per_job = str(job_desc->tres_per_job);
-    req.tres_per_task = str(job_desc->tres_per_task);
-    req.tres_per_socket = str(job_desc->tres_per_socket);
-    for (const auto& t : mlsched::read_gpu_request(req).types) {
-      bool allowed = false;
-      for (const auto& want : stored->gpu_types) allowed = allowed || mlsched::lowercase(want) == mlsched::lowercase(t);
-      if (!allowed) {
-        info("%s: refused update of job %u by uid %u: GPU type %s is outside its gpu-type directive", kLog,
-             job_ptr->job_id, submit_uid, t.c_str());
-        return ESLURM_INVALID_GRES;
-      }
-    }
-    return SLURM_SUCCESS;
+    mlsched::JobUpdate u;
+    if (job_desc->comment) u.comment = job_desc->comment;
+    u.current_comment = str(job_ptr->comment);
+    u.admin_comment = str(job_ptr->admin_comment);
+    u.tres_per_node = str(job_desc->tres_per_node);
+    u.tres_per_job = str(job_desc->tres_per_job);
+    u.tres_per_task = str(job_desc->tres_per_task);
+    u.tres_per_socket = str(job_desc->tres_per_socket);
+    const auto config = g_config.get();
+    const mlsched::UpdateVerdict v = mlsched::check_update(u, config ? *config : mlsched::Config{});
+    if (v.allowed()) return SLURM_SUCCESS;
+    info("%s: refused update of job %u by uid %u: %s", kLog, job_ptr->job_id, submit_uid, v.reason.c_str());
+    return v.kind == mlsched::UpdateVerdict::Kind::gpu_type_excluded ? ESLURM_INVALID_GRES : ESLURM_NOT_SUPPORTED;
   } catch (const std::exception& e) {
     error("%s: job_modify failed: %s", kLog, e.what());
   } catch (...) {

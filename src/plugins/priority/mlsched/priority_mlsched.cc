@@ -26,7 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "core/atomic_file.h"
+#include "core/safe_file.h"
 #include "core/cluster.h"
 #include "core/directives.h"
 #include "core/fairshare.h"
