@@ -305,4 +305,15 @@ std::optional<int64_t> trusted_checkpoint_time(std::optional<int64_t> reported, 
   return std::min(*reported, std::max(now, start_time));
 }
 
+int64_t work_at_risk_since(int64_t start_time, std::optional<int64_t> reported, uint32_t checkpoint_interval,
+                           int64_t now) {
+  const auto checkpoint = trusted_checkpoint_time(reported, start_time, now);
+  int64_t since = checkpoint ? *checkpoint : start_time;
+  // A job that declared an interval has checkpointed at least that recently; the
+  // bound holds for a report too, so reporting an old checkpoint cannot make a job
+  // look dearer to stop than staying silent.
+  if (checkpoint_interval > 0) since = std::max<int64_t>(since, now - checkpoint_interval);
+  return std::min(since, now);
+}
+
 }  // namespace mlsched

@@ -88,6 +88,13 @@ std::optional<int64_t> checkpoint_report(std::string_view comment);
 // smaller than without it: a false one makes the reporter's own job the cheaper
 // victim, it never protects the job from preemption.
 std::optional<int64_t> trusted_checkpoint_time(std::optional<int64_t> reported, int64_t start_time, int64_t now);
+// Since when the work of a run is at risk at `now` (lost if it stopped then): its
+// last trusted checkpoint of this run, else its start; never earlier than `now`
+// minus a declared checkpoint interval (0 = none declared). Both what a preemption
+// victim would lose (preempt.h: lost_work) and what a run that ended in a node
+// failure is not charged for (priority) come from it.
+int64_t work_at_risk_since(int64_t start_time, std::optional<int64_t> reported, uint32_t checkpoint_interval,
+                           int64_t now);
 // ==== end checkpoint reports ====================================================
 
 }  // namespace mlsched

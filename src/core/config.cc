@@ -442,16 +442,51 @@ ConfigResult parse_config(std::string_view text, std::string_view source) {
   return Parser(source).run(text);
 }
 
+namespace {
+
+// Whether any line holds something other than blanks and a comment.
+bool has_settings(const std::string& text) {
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    const size_t hash = line.find('#');
+    if (hash != std::string::npos) line.resize(hash);
+    if (!split_words(line).empty()) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 ConfigResult load_config_file(const std::string& path) {
-  std::ifstream in(path);
+  ConfigResult r;
+  std::ifstream in(path, std::ios::binary);
   if (!in) {
-    ConfigResult r;
     r.errors.push_back(path + ": cannot be read");
     return r;
   }
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return parse_config(buf.str(), path);
+  // mlsched.conf is a few hundred lines; a bigger file is not one.
+  constexpr std::streamsize kMaxBytes = 1 << 20;
+  std::string text(static_cast<size_t>(kMaxBytes) + 1, '\0');
+  in.read(&text[0], kMaxBytes + 1);
+  if (in.bad()) {
+    r.errors.push_back(path + ": cannot be read");
+    return r;
+  }
+  text.resize(static_cast<size_t>(in.gcount()));
+  if (text.size() > static_cast<size_t>(kMaxBytes)) {
+    r.errors.push_back(path + ": is larger than 1 MiB; not an mlsched.conf");
+    return r;
+  }
+  // An empty file is far more often a write cut short (or a config management
+  // tool's truncate) than a wish for every default: taking it would silently drop
+  // NVLink domains and caps. It is an error, and the previous configuration stays.
+  if (!has_settings(text)) {
+    r.errors.push_back(path + ": has no settings (empty or only comments); write at least one, e.g. "
+                              "DefaultJobType=training, to run with the defaults");
+    return r;
+  }
+  return parse_config(text, path);
 }
 
 }  // namespace mlsched

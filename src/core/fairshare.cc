@@ -89,20 +89,29 @@ void UsageLedger::account(int64_t now, const std::vector<ChargedJob>& running) {
   for (const auto& job : running) charge(job.job_id, job, now);
 }
 
-double UsageLedger::job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure) {
+double UsageLedger::settle_run(const ChargedJob& job, int64_t end_time, int64_t kept_until) {
   decay_to(std::max(end_time, decayed_through_));
+  kept_until = std::min(kept_until, end_time);
+  const bool seen = jobs_.count(job.job_id) > 0;
+  if (kept_until > job.start_time || seen) charge(job.job_id, job, std::max(kept_until, job.start_time));
   double run_gpu_seconds = 0;
-  if (lost_to_node_failure) {
-    auto it = jobs_.find(job.job_id);
-    if (it != jobs_.end()) {
-      TeamUsage& t = teams_[it->second.team];
-      t.decayed = std::max(0.0, t.decayed - it->second.decayed);
-      t.charged_gpu_seconds = std::max(0.0, t.charged_gpu_seconds - it->second.gpu_seconds);
-      run_gpu_seconds = it->second.gpu_seconds;
+  if (auto it = jobs_.find(job.job_id); it != jobs_.end()) {
+    JobCharge& c = it->second;
+    run_gpu_seconds = c.gpu_seconds;
+    const int64_t kept_from = std::max(kept_until, job.start_time);
+    if (c.charged_through > kept_from) {
+      // Charged in passes after kept_from, so decayed at least since charged_through:
+      // taking back that much (never more than the run's own share) is exact for a
+      // whole run and at most one pass's decay off for a part of one.
+      const double seconds = static_cast<double>(c.charged_through - kept_from);
+      const double factor =
+          half_life_ > 0 ? std::exp2(-static_cast<double>(decayed_through_ - c.charged_through) / half_life_) : 1.0;
+      const double decayed = std::min(c.decayed, seconds * job.weighted_gpus * factor);
+      const double raw = std::min(c.gpu_seconds, seconds * job.gpus);
+      TeamUsage& t = teams_[c.team];
+      t.decayed = std::max(0.0, t.decayed - decayed);
+      t.charged_gpu_seconds = std::max(0.0, t.charged_gpu_seconds - raw);
     }
-  } else {
-    charge(job.job_id, job, end_time);
-    run_gpu_seconds = jobs_[job.job_id].gpu_seconds;
   }
   jobs_.erase(job.job_id);
   return run_gpu_seconds;
@@ -145,7 +154,8 @@ std::string UsageLedger::serialize() const {
   return out.str();
 }
 
-std::optional<UsageLedger> UsageLedger::parse(std::string_view text, uint32_t half_life, std::string* error) {
+std::optional<UsageLedger> UsageLedger::parse(std::string_view text, uint32_t half_life, std::string* error,
+                                              int64_t not_after) {
   UsageLedger ledger(half_life);
   std::istringstream in{std::string(text)};
   std::string line;
@@ -170,6 +180,9 @@ std::optional<UsageLedger> UsageLedger::parse(std::string_view text, uint32_t ha
       ended = true;
     } else if (kind == "decayed_through") {
       if (!(words >> ledger.decayed_through_) || ledger.decayed_through_ < 0) return fail("bad decayed_through");
+      if (ledger.decayed_through_ > not_after)
+        return fail("decayed_through " + std::to_string(ledger.decayed_through_) +
+                    " is in the future (now is about " + std::to_string(not_after - kMaxStateClockSkew) + ")");
     } else if (kind == "team") {
       std::string name;
       TeamUsage u;
@@ -183,6 +196,9 @@ std::optional<UsageLedger> UsageLedger::parse(std::string_view text, uint32_t ha
       if (!(words >> id >> c.team >> c.charged_through >> c.decayed >> c.gpu_seconds) || c.charged_through < 0 ||
           !finite_non_negative(c.decayed) || !finite_non_negative(c.gpu_seconds))
         return fail("bad job line");
+      if (c.charged_through > not_after)
+        return fail("job " + std::to_string(id) + " charged through " + std::to_string(c.charged_through) +
+                    ", in the future");
       if (!ledger.jobs_.emplace(id, c).second) return fail("job " + std::to_string(id) + " twice");
     } else {
       return fail("unknown record '" + kind + "'");

@@ -63,7 +63,14 @@ class UsageLedger {
   // a node failure, takes back what it was charged (decayed as the rest). Returns
   // the raw GPU-seconds of the run that ended (refunded or not: the job consumed
   // them), which is what attained service adds up across a job's runs.
-  double job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure);
+  double job_end(const ChargedJob& job, int64_t end_time, bool lost_to_node_failure) {
+    return settle_run(job, end_time, lost_to_node_failure ? job.start_time : end_time);
+  }
+  // The same with the part that is kept named: the run is charged up to
+  // `kept_until` (its end for a run that ended normally; for one whose node failed,
+  // its last checkpoint: checkpoint.h work_at_risk_since), and what it was charged
+  // beyond that is taken back. Returns the raw GPU-seconds charged before the take-back.
+  double settle_run(const ChargedJob& job, int64_t end_time, int64_t kept_until);
 
   // Stops tracking a job without charging more (it left Slurm's tables unseen).
   void forget(uint32_t job_id) { jobs_.erase(job_id); }
@@ -77,7 +84,12 @@ class UsageLedger {
 
   // Text form for StateSaveLocation; parse() rejects anything malformed with a reason.
   std::string serialize() const;
-  static std::optional<UsageLedger> parse(std::string_view text, uint32_t half_life, std::string* error);
+  // Times after `not_after` (decayed_through, a job's charged_through) are
+  // rejected: a clock far ahead would freeze decay, or with a huge value erase
+  // every team's usage at the next pass. slurmctld passes now + kMaxStateClockSkew.
+  static constexpr int64_t kMaxStateClockSkew = 300;  // seconds
+  static std::optional<UsageLedger> parse(std::string_view text, uint32_t half_life, std::string* error,
+                                          int64_t not_after = INT64_MAX);
 
  private:
   struct JobCharge {

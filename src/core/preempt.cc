@@ -128,14 +128,8 @@ std::string with_preemption_recorded(std::string_view admin_comment, uint32_t pr
 }
 
 double lost_work(const PreemptCandidate& victim, int64_t now) {
-  // Everything since the last checkpoint of this run (or since the start, when it
-  // reported none) is at risk; a job that declared an interval has checkpointed at
-  // least that recently. The bound applies to a report too, so that reporting an
-  // old checkpoint cannot make a job look dearer to stop than staying silent.
-  const auto checkpoint = trusted_checkpoint_time(victim.last_checkpoint, victim.start_time, now);
-  int64_t since = now - (checkpoint ? *checkpoint : victim.start_time);
-  if (victim.checkpoint_interval > 0) since = std::min<int64_t>(since, victim.checkpoint_interval);
-  return static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, since));
+  const int64_t since = work_at_risk_since(victim.start_time, victim.last_checkpoint, victim.checkpoint_interval, now);
+  return static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, now - since));
 }
 
 namespace {

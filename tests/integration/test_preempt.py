@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
+from test_priority import charging, saved_state
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
@@ -355,8 +356,12 @@ def set_slurmd_timeout(cluster, seconds):
     return text
 
 
-def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_nodes(preempt_cluster):
+def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_nodes(preempt_cluster, mlsched_conf):
     cluster, jobs, files = preempt_cluster
+    # Priority passes every second, so the saved usage shows what the failed run was charged.
+    mlsched_conf.append(*SETTINGS, "PriorityCalcPeriod=1", plugin="priority/mlsched", tag="test_preempt")
+    wait_for(lambda: not charging(cluster, "nlp"), "nlp's earlier jobs to be settled")
+    charged_before = saved_state(cluster).get("nlp", (0.0, 0.0))[1]
     every = 20  # steps of 0.1 s between the trainer's own checkpoints: a 2 s interval
     script = f"""#!/bin/bash
 #MLSCHED type=training checkpoint-signal=USR1 checkpoint-grace=30 checkpoint-interval=2 max-restarts=3
@@ -370,6 +375,7 @@ exec {TOOL} run -- {TRAINER}
     jobs.append(job)
     files += [str(out), f"{cluster.workdir(BOB)}/mlsched-checkpoints/{job}"]
     cluster.wait_state(job, {"RUNNING"})
+    first_start = epoch(cluster.job_field(job, "StartTime"))
     wait_for(lambda: f"periodic checkpoint at step {2 * every}" in output(out), "two periodic checkpoints")
     first_nodes = cluster.run(["scontrol", "show", "hostnames", cluster.job_field(job, "NodeList")]).out.split()
     victim_node = [n for n in first_nodes if n != cluster.job_field(job, "BatchHost")][0]
@@ -384,6 +390,9 @@ exec {TOOL} run -- {TRAINER}
                  f"slurmctld to declare {victim_node} down", timeout=90, interval=1)
         # The job is requeued (it asked for requeue at submission), not failed.
         wait_for(lambda: restarts(cluster, job) == 1, "the job to be requeued", timeout=60)
+        requeued_by = time.time()
+        # The last checkpoint the failed run reported (the Comment outlives the requeue).
+        reported = int(re.search(r"mlsched-checkpoint=(\d+)", cluster.job_field(job, "Comment") or "").group(1))
         stopped = max(int(s) for s in re.findall(r"fake-trainer: (?:stopped at|periodic checkpoint at) step (\d+)",
                                                   output(out)))
         last_ckpt = max(int(s) for s in re.findall(r"periodic checkpoint at step (\d+)", output(out)))
@@ -402,6 +411,17 @@ exec {TOOL} run -- {TRAINER}
         assert 0 <= stopped - resumed <= every, (stopped, resumed)
         print(f"\nslurmd of {victim_node} killed: job {job} requeued, resumed on {','.join(new_nodes)} at step "
               f"{resumed}; lost {stopped - resumed} steps of 0.1 s on 16 GPUs (interval {every} steps)")
+        # The failed run is charged up to its last checkpoint (what the next run keeps),
+        # not left uncharged: team charge minus what the running second run has had.
+        def first_run_charge():
+            rows = charging(cluster, "nlp")
+            if len(rows) != 1 or rows[0].split()[1] != job:
+                return None
+            return [saved_state(cluster)["nlp"][1] - charged_before - float(rows[0].split()[5])]
+        charged = wait_for(first_run_charge, "the saved usage to show the resumed run alone")[0]
+        print(f"failed run: started {first_start}, last checkpoint {reported}, charged {charged:.0f} GPU-s")
+        assert (reported - first_start) * 16 * 0.99 <= charged <= (requeued_by - first_start) * 16, \
+            (first_start, reported, requeued_by, charged)
     finally:
         cluster.conf.write_text(original_conf)
         assert cluster.run(["scontrol", "reconfigure"]).rc == 0

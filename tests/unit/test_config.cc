@@ -1,3 +1,5 @@
+#include <fstream>
+#include <unistd.h>
 #include <csignal>
 
 #include "core/config.h"
@@ -111,6 +113,29 @@ START_TEST(missing_file_is_an_error) {
 }
 END_TEST
 
+START_TEST(empty_or_oversized_file_is_an_error) {
+  char pattern[] = "/tmp/mlsched-conf-test-XXXXXX";
+  const int fd = mkstemp(pattern);
+  ck_assert_int_ge(fd, 0);
+  close(fd);
+  const std::string path = pattern;
+  for (const std::string text : {"", "\n\n", "# only a comment\n   # another\n"}) {
+    std::ofstream(path, std::ios::trunc) << text;
+    auto r = load_config_file(path);
+    ck_assert(!r.config.has_value());
+    ck_assert_contains(r.errors.at(0), path + ": has no settings (empty or only comments)");
+  }
+  std::ofstream(path, std::ios::trunc) << std::string(2 << 20, '#');
+  auto r = load_config_file(path);
+  ck_assert(!r.config.has_value());
+  ck_assert_contains(r.errors.at(0), "is larger than 1 MiB");
+  std::ofstream(path, std::ios::trunc) << "# defaults, on purpose\nDefaultJobType=training\n";
+  r = load_config_file(path);
+  ck_assert(r.config.has_value());
+  unlink(path.c_str());
+}
+END_TEST
+
 Suite* config_suite() {
   Suite* s = suite_create("config");
   TCase* tc = tcase_create("parse");
@@ -120,6 +145,7 @@ Suite* config_suite() {
   tcase_add_test(tc, bad_values_are_rejected);
   tcase_add_test(tc, placement_keys);
   tcase_add_test(tc, missing_file_is_an_error);
+  tcase_add_test(tc, empty_or_oversized_file_is_an_error);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -7,6 +7,7 @@
 #include "core/directives.h"
 #include "core/fairshare.h"
 #include "core/priority.h"
+#include "core/checkpoint.h"
 #include "suites.h"
 
 using namespace mlsched;
@@ -122,6 +123,35 @@ START_TEST(work_lost_to_node_failure_is_not_charged) {
 }
 END_TEST
 
+START_TEST(a_failed_run_is_charged_up_to_its_last_checkpoint) {
+  // 8 GPUs from +0; charged through +100 by passes; its node fails at +110 and its
+  // last checkpoint was at +96: the next run resumes from there, so 96 s are kept.
+  UsageLedger ledger(0);
+  const auto job = running(3, "vision", 8, 8, kT0);
+  ledger.account(kT0 + 50, {job});
+  ledger.account(kT0 + 100, {job});
+  const int64_t kept = work_at_risk_since(kT0, kT0 + 96, 0, kT0 + 110);
+  ck_assert_int_eq(kept, kT0 + 96);
+  ck_assert(near(ledger.settle_run(job, kT0 + 110, kept), 800));
+  ck_assert(near(ledger.teams().at("vision").charged_gpu_seconds, 96 * 8));
+  ck_assert(near(ledger.decayed("vision"), 96 * 8));
+  // No report but a declared 30 s interval: at most 30 s lost, so charged to +80;
+  // past the last pass (+100 -> +130 not yet charged) the kept part is charged too.
+  const auto other = running(4, "nlp", 2, 2, kT0);
+  ledger.account(kT0 + 100, {other});
+  ck_assert_int_eq(work_at_risk_since(kT0, std::nullopt, 30, kT0 + 130), kT0 + 100);
+  ledger.settle_run(other, kT0 + 130, work_at_risk_since(kT0, std::nullopt, 30, kT0 + 130));
+  ck_assert(near(ledger.teams().at("nlp").charged_gpu_seconds, 100 * 2));
+  // Neither: everything since the start was lost, as before.
+  const auto third = running(5, "research", 1, 1, kT0);
+  ledger.account(kT0 + 100, {third});
+  ledger.settle_run(third, kT0 + 120, work_at_risk_since(kT0, std::nullopt, 0, kT0 + 120));
+  ck_assert(near(ledger.teams().at("research").charged_gpu_seconds, 0));
+  // A report from before this run's start (an earlier allocation's) counts for nothing.
+  ck_assert_int_eq(work_at_risk_since(kT0, kT0 - 5, 0, kT0 + 120), kT0);
+}
+END_TEST
+
 START_TEST(corrupt_state_is_rejected_with_reason) {
   UsageLedger ledger(0);
   ledger.account(kT0, {running(1, "nlp", 1, 1, kT0 - 10)});
@@ -194,6 +224,16 @@ START_TEST(damaged_state_never_parses_into_nonsense) {
     ck_assert_msg(!UsageLedger::parse(text, 0, &error).has_value(), "accepted: %s", text.c_str());
     ck_assert(!error.empty());
   }
+  // Times in the future: decay would freeze (or, far enough, erase every team's usage).
+  const int64_t now = 1700000000, limit = now + UsageLedger::kMaxStateClockSkew;
+  std::string error;
+  ck_assert(UsageLedger::parse("mlsched-priority-state 1\ndecayed_through 1700000100\nend\n", 0, &error, limit));
+  ck_assert(!UsageLedger::parse("mlsched-priority-state 1\ndecayed_through 1800000000\nend\n", 0, &error, limit));
+  ck_assert_contains(error, "decayed_through 1800000000 is in the future");
+  ck_assert(!UsageLedger::parse("mlsched-priority-state 1\ndecayed_through 9223372036854775807\nend\n", 0, &error,
+                                limit));
+  ck_assert(!UsageLedger::parse("mlsched-priority-state 1\njob 7 nlp 1800000000 1 1\nend\n", 0, &error, limit));
+  ck_assert_contains(error, "job 7 charged through 1800000000, in the future");
 }
 END_TEST
 
@@ -711,6 +751,7 @@ Suite* priority_suite() {
   tcase_add_test(usage, each_second_is_charged_once);
   tcase_add_test(usage, reload_resumes_without_double_counting);
   tcase_add_test(usage, work_lost_to_node_failure_is_not_charged);
+  tcase_add_test(usage, a_failed_run_is_charged_up_to_its_last_checkpoint);
   tcase_add_test(usage, corrupt_state_is_rejected_with_reason);
   tcase_add_test(usage, damaged_state_never_parses_into_nonsense);
   tcase_add_test(usage, a_run_s_gpu_seconds_come_back_at_its_end);

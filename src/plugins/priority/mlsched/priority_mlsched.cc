@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "core/checkpoint.h"
 #include "core/safe_file.h"
 #include "core/cluster.h"
 #include "core/directives.h"
@@ -251,6 +252,16 @@ bool is_lost_to_node_failure(const job_record_t* job_ptr) {
   return (job_ptr->job_state & JOB_STATE_BASE) == JOB_NODE_FAIL;
 }
 
+// Up to when a run that ended at `end` is charged: all of it, but for a run whose
+// node failed only the work its next run resumes from (its last checkpoint, or the
+// bound its declared interval gives); the rest was lost and is not the team's use.
+int64_t charged_until(const job_record_t* job_ptr, int64_t end) {
+  if (!is_lost_to_node_failure(job_ptr)) return end;
+  const auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment));
+  return mlsched::work_at_risk_since(job_ptr->start_time, mlsched::checkpoint_report(str(job_ptr->comment)),
+                                     d ? d->checkpoint_interval : 0, end);
+}
+
 // The numbers sshare shows. Team (account) rows carry the team's own; user rows
 // repeat their team's, since mlsched shares GPUs between teams, not people.
 void publish_to_assoc(slurmdb_assoc_rec_t* assoc, const mlsched::TeamStanding& s, double decayed) {
@@ -313,7 +324,8 @@ void rebuild_from_job_table(const mlsched::GpuWeights& weights) {
       }
       if (!IS_JOB_FINISHED(job_ptr) || !job_ptr->start_time || job_ptr->end_time <= job_ptr->start_time) continue;
       if (g_ledger.charged_through(job_ptr->job_id)) continue;
-      g_ledger.job_end(running_job(job_ptr, weights), job_ptr->end_time, is_lost_to_node_failure(job_ptr));
+      g_ledger.settle_run(running_job(job_ptr, weights), job_ptr->end_time,
+                          charged_until(job_ptr, job_ptr->end_time));
       ++ended;
     }
     list_iterator_destroy(it);
@@ -381,8 +393,8 @@ std::string run_pass(const mlsched::Config& config) {
         // cleared: it ran up to where it was last charged, no further.
         int64_t end = job_ptr->end_time;
         if (!end) end = job_ptr->start_time ? now : g_ledger.charged_through(id).value_or(now);
-        record_run_end(job_ptr, g_ledger.job_end(running_job(job_ptr, weights), end,
-                                                  is_lost_to_node_failure(job_ptr)));
+        record_run_end(job_ptr,
+                       g_ledger.settle_run(running_job(job_ptr, weights), end, charged_until(job_ptr, end)));
       }
     }
     if (g_rebuild_usage) {
@@ -486,7 +498,9 @@ void load_state(uint32_t half_life_seconds) {
   buf << in.rdbuf();
   std::string why;
   // A read error leaves the text short of its "end" line, which parse() rejects.
-  auto ledger = mlsched::UsageLedger::parse(buf.str(), half_life_seconds, &why);
+  auto ledger = mlsched::UsageLedger::parse(buf.str(), half_life_seconds, &why,
+                                            static_cast<int64_t>(time(nullptr)) +
+                                                mlsched::UsageLedger::kMaxStateClockSkew);
   if (!ledger) {
     const std::string aside = path + ".corrupt";
     const bool kept = std::rename(path.c_str(), aside.c_str()) == 0;
@@ -697,8 +711,8 @@ MLSCHED_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
     const auto job = running_job(job_ptr, weights);
     std::lock_guard<std::mutex> guard(g_mutex);
     if (!g_ledger.charged_through(job.job_id) && !job.start_time) return;
-    record_run_end(job_ptr, g_ledger.job_end(job, job_ptr->end_time ? job_ptr->end_time : time(nullptr),
-                                              is_lost_to_node_failure(job_ptr)));
+    const int64_t end = job_ptr->end_time ? job_ptr->end_time : time(nullptr);
+    record_run_end(job_ptr, g_ledger.settle_run(job, end, charged_until(job_ptr, end)));
   } catch (const std::exception& e) {
     error("%s: job_end of job %u: %s", kLog, job_ptr ? job_ptr->job_id : 0, e.what());
   } catch (...) {
