@@ -62,6 +62,10 @@ std::vector<std::string> expand_hostlist(std::string_view list) {
         throw std::invalid_argument("bad range '" + range + "' in host list item '" + item + "'");
       if (*hi - *lo > 100000) throw std::invalid_argument("range '" + range + "' is too large");
       const size_t width = bounds[0].size();
+      // Bounded in total too: many ranges of a config line or a hostile string
+      // must not become millions of names in slurmctld.
+      if (hosts.size() + (*hi - *lo) > 100000)
+        throw std::invalid_argument("host list '" + shown(text) + "' names more than 100000 hosts");
       for (uint64_t n = *lo; n <= *hi; ++n) {
         std::string num = std::to_string(n);
         if (num.size() < width) num.insert(0, width - num.size(), '0');

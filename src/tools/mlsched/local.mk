@@ -2,7 +2,8 @@
 bin_PROGRAMS = src/tools/mlsched/mlsched
 src_tools_mlsched_mlsched_SOURCES = \
 	src/tools/mlsched/cli.h src/tools/mlsched/main.cc \
-	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/why_cmd.cc \
+	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/topo_discover.h src/tools/mlsched/topo_discover.cc \
+	src/tools/mlsched/why_cmd.cc \
 	src/tools/mlsched/run_cmd.cc \
 	src/tools/mlsched/ops_cmd.cc src/tools/mlsched/shares.cc
 # Slurm's internal headers are on the path for shares.cc alone (see there).
