@@ -152,3 +152,74 @@ def test_control_bytes_never_reach_the_terminal_raw(cluster):
     assert "\x1b" not in res.err and "\u202e" not in res.err, repr(res.err)
     assert "gpu-type=h\\x1b[2J names" in res.err, res.err
     assert "type=\\u{202e}niart is not a job type" in res.err, res.err
+
+
+def held_job(cluster, jobs, user, account, *extra):
+    res = cluster.run(["sbatch", "--parsable", "-H", "-A", account, "--gres=gpu:1", "-t", "5",
+                       "-D", cluster.workdir(user), "-o", "/dev/null", *extra], user=user,
+                      stdin="#!/bin/bash\nsleep 60\n")
+    job = cluster.job_id(res)
+    jobs.append(job)
+    return job
+
+
+def test_a_user_cannot_submit_for_a_team_they_are_not_in(cluster):
+    res = cluster.run(["sbatch", "-A", "nlp", "--gres=gpu:1", "-D", cluster.workdir(ALICE)], user=ALICE,
+                      stdin="#!/bin/bash\n#MLSCHED type=training\nsleep 1\n")
+    assert res.rc != 0, res
+    assert "Invalid account" in res.err, res
+
+
+@pytest.mark.parametrize("how", [["--comment", "mlsched: borrowing=no"],
+                                 ["--comment", "mlsched: attained-gpu-seconds=0 first-submit=1"],
+                                 ["--comment", "mlsched: preempted=0"]])
+def test_marks_the_plugins_keep_cannot_be_set_by_a_user(cluster, how):
+    # The marks live beside the directives in the admin comment; given as directives
+    # they are unknown keys, and the job is refused.
+    res = cluster.run(["sbatch", "-A", "vision", "--gres=gpu:1", "-D", cluster.workdir(ALICE), *how], user=ALICE,
+                      stdin="#!/bin/bash\nsleep 1\n")
+    assert res.rc != 0, res
+    assert "unknown key" in res.err, res
+
+
+def test_another_users_job_cannot_be_changed_or_given_a_checkpoint_report(cluster, shared_dir):
+    _, jobs = shared_dir
+    job = held_job(cluster, jobs, ALICE, "vision", "--comment", "mlsched: gpu-type=h100")
+    for change in ("comment=mlsched: gpu-type=h100 mlsched-checkpoint=1", "comment=hello", "TimeLimit=1"):
+        upd = cluster.run(["scontrol", "update", f"jobid={job}", change], user=BOB)
+        assert upd.rc != 0, upd
+        assert "denied" in upd.err.lower() or "not owned" in upd.err.lower(), upd
+    assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100"
+    # `mlsched ckpt done` as Bob, pretending to be inside Alice's job, with Alice's
+    # checkpoint directory: the directory is refused before anything is reported.
+    work = Path(cluster.workdir(ALICE)) / "mlsched-checkpoints" / job
+    as_user(cluster, ALICE, "mkdir", "-p", "-m", "0700", str(work))
+    try:
+        res = cluster.run(["env", f"SLURM_JOB_ID={job}", f"MLSCHED_CHECKPOINT_DIR={work}", "MLSCHED_RESTART_COUNT=0",
+                           str(TOOL), "ckpt", "done", "step-1"], user=BOB)
+        assert res.rc != 0, res
+        assert "mlsched ckpt" in res.err and ("belongs to" in res.err or "Permission denied" in res.err), res
+        assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100"
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def test_files_mlsched_writes_have_safe_owners_and_modes(cluster, shared_dir):
+    shared, jobs = shared_dir
+    job, out = held_trainer(cluster, jobs, shared)
+    as_user(cluster, ALICE, "scontrol", "release", job)
+    finished_output(cluster, job, out)
+    alice = Path(cluster.workdir(ALICE)).stat().st_uid
+    ckpt = shared / "mlsched-checkpoints" / job
+    for path, mode in [(shared / "mlsched-checkpoints", 0o700), (ckpt, 0o700), (ckpt / ".mlsched-lock", 0o600)]:
+        st = path.stat()
+        assert st.st_uid == alice and stat.S_IMODE(st.st_mode) == mode, (path, oct(st.st_mode), st.st_uid)
+    for f in ckpt.iterdir():
+        st = f.lstat()
+        assert st.st_uid == alice and not stat.S_ISLNK(st.st_mode), f
+        assert not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH), (f, oct(st.st_mode))
+    assert not list(ckpt.glob(".*.tmp.*")), list(ckpt.iterdir())   # no temporary left behind
+    # Saved team usage: slurmctld's alone.
+    state = cluster.dir / "state" / "priority_mlsched.state"
+    st = state.stat()
+    assert st.st_uid == 0 and stat.S_IMODE(st.st_mode) == 0o600, oct(st.st_mode)
