@@ -83,17 +83,29 @@ bool is_blank_or_comment(std::string_view line) {
 
 }  // namespace
 
-RawDirectives read_directives(std::string_view script, std::string_view comment) {
+// `#SBATCH hetjob` (or the older `packjob`): where the next hetjob component's
+// options start.
+static bool is_hetjob_separator(std::string_view line) {
+  if (!starts_with(line, "#SBATCH")) return false;
+  const auto words = split_words(line.substr(7));
+  return words.size() == 1 && (words[0] == "hetjob" || words[0] == "packjob");
+}
+
+RawDirectives read_directives(std::string_view script, std::string_view comment,
+                              std::optional<uint32_t> het_component) {
   RawDirectives out;
   std::istringstream in{std::string(script)};
   std::string line;
   int number = 0;
+  uint32_t component = 0;
   bool past_first_command = false;
   while (std::getline(in, line)) {
     ++number;
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!past_first_command && !is_blank_or_comment(line)) past_first_command = true;
+    if (het_component && !past_first_command && is_hetjob_separator(line)) ++component;
     if (!starts_with(line, "#MLSCHED")) continue;
+    if (het_component && component != *het_component && !past_first_command) continue;  // another component's
     const std::string_view rest = std::string_view(line).substr(8);
     if (!rest.empty() && rest[0] != ' ' && rest[0] != '\t') continue;  // e.g. "#MLSCHEDULER"
     if (past_first_command) {

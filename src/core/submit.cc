@@ -185,7 +185,7 @@ std::string SubmitPlan::user_message() const {
 
 SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster) {
   SubmitPlan plan;
-  const RawDirectives raw = read_directives(req.script, req.comment);
+  const RawDirectives raw = read_directives(req.script, req.comment, req.het_component);
   if (!raw.any()) {
     plan.notes = raw.notes;  // ignored #MLSCHED lines are still worth a word
     plan.notes_dropped = raw.notes_dropped;

@@ -204,3 +204,26 @@ def test_directives_cannot_be_changed_after_submission(cluster):
         assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100"
     finally:
         cluster.cancel(job)
+
+
+def test_hetjob_components_take_their_own_directives(cluster):
+    # Each `#SBATCH hetjob` part has its own #MLSCHED lines, as its own #SBATCH lines.
+    script = ("#!/bin/bash\n#SBATCH -N1 --gres=gpu:2 -A vision\n#MLSCHED gpu-type=h100\n"
+              "#SBATCH hetjob\n#SBATCH -N1 --gres=gpu:1 -A vision\n#MLSCHED gpu-type=a100 type=inference\n"
+              "sleep 1\n")
+    res, _ = cluster.sbatch(ALICE, script, "-H")
+    job = cluster.job_id(res)
+    try:
+        out = cluster.show_job(job)
+        parts = {}
+        for record in out.strip().split("\n\n"):
+            offset = re.search(r"HetJobOffset=(\d+)", record)
+            assert offset, out
+            parts[int(offset.group(1))] = record
+        assert sorted(parts) == [0, 1], out
+        assert "TresPerNode=gres:gpu:h100:2" in parts[0], parts[0]
+        assert "AdminComment=mlsched: type=training gpu-type=h100" in parts[0], parts[0]
+        assert "TresPerNode=gres:gpu:a100:1" in parts[1], parts[1]
+        assert "AdminComment=mlsched: type=inference gpu-type=a100" in parts[1], parts[1]
+    finally:
+        cluster.cancel(job)

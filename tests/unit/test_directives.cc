@@ -135,6 +135,29 @@ START_TEST(stored_form_round_trips) {
 }
 END_TEST
 
+START_TEST(hetjob_components_take_their_own_lines) {
+  const std::string script =
+      "#!/bin/bash\n#SBATCH -N1 --gres=gpu:8\n#MLSCHED gpu-type=h100 locality=node\n"
+      "#SBATCH hetjob\n#SBATCH -N2 --gres=gpu:4\n#MLSCHED gpu-type=a100\n"
+      "#SBATCH packjob\n#SBATCH -N1\n\nsrun x\n#MLSCHED type=sweep\n";
+  RawDirectives c0 = read_directives(script, "", 0u);
+  ck_assert(c0.errors.empty());
+  ck_assert_string_eq(c0.values.at("gpu-type").value, "h100");
+  ck_assert_string_eq(c0.values.at("locality").value, "node");
+  RawDirectives c1 = read_directives(script, "", 1u);
+  ck_assert(c1.errors.empty());
+  ck_assert_string_eq(c1.values.at("gpu-type").value, "a100");
+  ck_assert(!c1.values.count("locality"));
+  ck_assert_int_eq(c1.values.at("gpu-type").origin.line, 6);
+  RawDirectives c2 = read_directives(script, "", 2u);
+  ck_assert(c2.values.empty());
+  ck_assert_contains(c2.notes.at(0), "line 11: #MLSCHED after the script's first command is ignored");
+  // The same script as a plain job: every line counts, and the clash is reported.
+  RawDirectives plain = read_directives(script, "");
+  ck_assert_contains(plain.errors.at(0), "line 6: gpu-type is given twice (also at line 3)");
+}
+END_TEST
+
 Suite* directives_suite() {
   Suite* s = suite_create("directives");
   TCase* tc = tcase_create("directives");
@@ -146,6 +169,7 @@ Suite* directives_suite() {
   tcase_add_test(tc, bad_values_name_key_and_fix);
   tcase_add_test(tc, grace_is_capped_with_a_note);
   tcase_add_test(tc, stored_form_round_trips);
+  tcase_add_test(tc, hetjob_components_take_their_own_lines);
   suite_add_tcase(s, tc);
   return s;
 }
