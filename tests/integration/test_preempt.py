@@ -385,14 +385,14 @@ exec {TOOL} run -- {TRAINER}
     pid, argv, env = slurmd_of(cluster, victim_node)
     original_conf = set_slurmd_timeout(cluster, 10)
     try:
+        # The last checkpoint reported before the failure: work up to it is kept.
+        reported = int(re.search(r"mlsched-checkpoint=(\d+)", cluster.job_field(job, "Comment") or "").group(1))
         os.kill(pid, 9)
         wait_for(lambda: "DOWN" in (cluster.run(["scontrol", "show", "node", victim_node]).out.split("State=")[1].split()[0]),
                  f"slurmctld to declare {victim_node} down", timeout=90, interval=1)
         # The job is requeued (it asked for requeue at submission), not failed.
         wait_for(lambda: restarts(cluster, job) == 1, "the job to be requeued", timeout=60)
         requeued_by = time.time()
-        # The last checkpoint the failed run reported (the Comment outlives the requeue).
-        reported = int(re.search(r"mlsched-checkpoint=(\d+)", cluster.job_field(job, "Comment") or "").group(1))
         stopped = max(int(s) for s in re.findall(r"fake-trainer: (?:stopped at|periodic checkpoint at) step (\d+)",
                                                   output(out)))
         last_ckpt = max(int(s) for s in re.findall(r"periodic checkpoint at step (\d+)", output(out)))
@@ -419,7 +419,8 @@ exec {TOOL} run -- {TRAINER}
                 return None
             return [saved_state(cluster)["nlp"][1] - charged_before - float(rows[0].split()[5])]
         charged = wait_for(first_run_charge, "the saved usage to show the resumed run alone")[0]
-        print(f"failed run: started {first_start}, last checkpoint {reported}, charged {charged:.0f} GPU-s")
+        print(f"failed run: started {first_start}, checkpoint reported before the kill {reported}, "
+              f"charged {charged:.0f} GPU-s")
         assert (reported - first_start) * 16 * 0.99 <= charged <= (requeued_by - first_start) * 16, \
             (first_start, reported, requeued_by, charged)
     finally:
