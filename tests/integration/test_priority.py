@@ -16,6 +16,8 @@ import re
 import subprocess
 import threading
 import time
+import uuid
+from pathlib import Path
 
 import pytest
 
@@ -557,21 +559,35 @@ def test_usage_resumes_after_slurmctld_is_killed_mid_run(cluster, priority_conf,
     wait_for(lambda: decayed_through(cluster) > applied + 1, "a priority pass under the test's settings")
     wait_for(lambda: not charging(cluster, "research"), "research's earlier jobs to be settled")
     charged_before = saved_state(cluster).get("research", (0.0, 0.0))[1]
-    ours = [submit(cluster, jobs, CAROL, "research", "-w", "gpu13", "--gres=gpu:a100:8", seconds=25),
-            submit(cluster, jobs, CAROL, "research", "-w", "gpu14", "--gres=gpu:a100:4", seconds=35)]
-    for job in ours:
-        cluster.wait_state(job, ["RUNNING"])
-    wait_jobs_saved(cluster, time.time())
-    # Killed once the saved usage holds both jobs, a few seconds into their runs.
-    wait_for(lambda: len(charging(cluster, "research")) == 2 and run_seconds(cluster, ours[0]) >= 6,
-             "the saved usage to charge both running jobs")
-    start = mlsched_conf.log_offset()
-    restart_slurmctld(cluster)
-    log = mlsched_conf.wait_log(r"priority/mlsched: resumed usage of \d+ teams and \d+ running jobs", start,
-                                "priority/mlsched to resume the saved usage")
-    assert int(re.search(r"resumed usage of \d+ teams and (\d+) running jobs", log).group(1)) >= 2, log
+    # The jobs run until the test lets them end, after the restart: with fixed
+    # lengths, a slow start (a fresh machine's first run) let the first one finish
+    # before the kill, and its usage was settled, correctly, before the crash.
+    release = Path(cluster.workdir(CAROL)) / f"release-{uuid.uuid4().hex[:8]}"
+    body = f"#!/bin/bash\nwhile [ ! -e {release} ]; do sleep 0.2; done\n"
+    ours = []
+    for node, gpus in (("gpu13", 8), ("gpu14", 4)):
+        res, _ = cluster.sbatch(CAROL, body, "-A", "research", "-t", "10", "-w", node, f"--gres=gpu:a100:{gpus}")
+        ours.append(cluster.job_id(res))
+        jobs.append(ours[-1])
+    try:
+        for job in ours:
+            cluster.wait_state(job, ["RUNNING"])
+        wait_jobs_saved(cluster, time.time())
+        # Killed once the saved usage holds both jobs, a few seconds into their runs.
+        wait_for(lambda: len(charging(cluster, "research")) == 2 and run_seconds(cluster, ours[0]) >= 6,
+                 "the saved usage to charge both running jobs")
+        assert [cluster.job_field(j, "JobState") for j in ours] == ["RUNNING", "RUNNING"]
+        start = mlsched_conf.log_offset()
+        restart_slurmctld(cluster)
+        log = mlsched_conf.wait_log(r"priority/mlsched: resumed usage of \d+ teams and \d+ running jobs", start,
+                                    "priority/mlsched to resume the saved usage")
+        assert int(re.search(r"resumed usage of \d+ teams and (\d+) running jobs", log).group(1)) >= 2, log
+        time.sleep(3)  # a few seconds of running after the restart, charged too
+    finally:
+        release.touch()
     for job in ours:
         cluster.wait_state(job, ["COMPLETED"], timeout=120)
+    release.unlink()
     wait_for(lambda: not charging(cluster, "research"), "the two jobs to be settled")
     charged = saved_state(cluster)["research"][1] - charged_before
     acct = wait_for(lambda: sacct_gpu_seconds(cluster, ours), "sacct to record both jobs' ends")

@@ -374,7 +374,7 @@ START_TEST(preemption_history_is_kept_beside_the_directives) {
   auto d = parse_stored_directives(once);
   ck_assert(d.has_value());
   ck_assert_uint_eq(d->checkpoint_interval, 600);
-  ck_assert_str_eq(stored_token(once, "borrowing").value().c_str(), "yes");
+  ck_assert_string_eq(stored_token(once, "borrowing").value(), "yes");
   ck_assert_contains(once, "; site note");
   ck_assert_contains(once, "preempted=1 preempted-at=");
   ck_assert_contains(once, "preempted-by=812 lost-gpu-seconds=1234");

@@ -307,6 +307,8 @@ END_TEST
 Suite* submit_suite() {
   Suite* s = suite_create("submit");
   TCase* tc = tcase_create("plan");
+  // The 300,000-line submission takes seconds under the sanitizers (--enable-sanitizers).
+  tcase_set_timeout(tc, 120);
   tcase_add_test(tc, plain_jobs_are_left_alone);
   tcase_add_test(tc, a_flood_of_bad_lines_gives_a_bounded_message);
   tcase_add_test(tc, long_keys_and_values_are_cut_when_echoed);
