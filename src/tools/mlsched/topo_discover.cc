@@ -156,6 +156,7 @@ Discovery discover(hwloc_topology_t topo) {
 
 
 std::string check_xml_loads(const char* path, const std::string& buffer) {
+  constexpr int kLoadRefused = 3;  // the child's exit code when hwloc refused the file
   fflush(nullptr);
   const pid_t child = fork();
   if (child < 0) return std::string("cannot fork to check the XML: ") + strerror(errno);
@@ -168,16 +169,19 @@ std::string check_xml_loads(const char* path, const std::string& buffer) {
                 : hwloc_topology_set_xmlbuffer(h.topo, buffer.c_str(), static_cast<int>(buffer.size()) + 1) == 0;
     }
     ok = ok && hwloc_topology_load(h.topo) == 0;
-    _exit(ok ? 0 : 1);
+    _exit(ok ? 0 : kLoadRefused);
   }
   int status = 0;
   while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return "";
-  if (WIFSIGNALED(status))
-    return "hwloc crashed reading it (signal " + std::to_string(WTERMSIG(status)) +
-           "): the XML is malformed (`lstopo --input` fails on it too)";
-  return "it is not an hwloc XML topology (hwloc could not load it)";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == kLoadRefused)
+    return "it is not an hwloc XML topology (hwloc could not load it)";
+  // A signal, or (in a sanitizer build) the sanitizer's exit code after one.
+  return "hwloc crashed reading it (" +
+         (WIFSIGNALED(status) ? "signal " + std::to_string(WTERMSIG(status))
+                              : "exit " + std::to_string(WEXITSTATUS(status))) +
+         "): the XML is malformed (`lstopo --input` fails on it too)";
 }
 
 }  // namespace mlsched::tool
