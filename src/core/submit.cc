@@ -346,12 +346,7 @@ UpdateVerdict check_update(const JobUpdate& u, const Config& config) {
     }
   }
   if (!stored || stored->gpu_types.empty()) return v;
-  JobRequest req;
-  req.tres_per_node = u.tres_per_node;
-  req.tres_per_job = u.tres_per_job;
-  req.tres_per_task = u.tres_per_task;
-  req.tres_per_socket = u.tres_per_socket;
-  for (const auto& t : read_gpu_request(req).types) {
+  for (const auto& t : read_gpu_request(u.request).types) {
     bool allowed = false;
     for (const auto& want : stored->gpu_types) allowed = allowed || lowercase(want) == lowercase(t);
     if (!allowed) {

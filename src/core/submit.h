@@ -89,7 +89,7 @@ struct JobUpdate {
   std::optional<std::string> comment;  // the new Comment, when the update sets one
   std::string current_comment;         // the job's Comment before the update
   std::string admin_comment;           // the job's admin comment (stored directives)
-  std::string tres_per_node, tres_per_job, tres_per_task, tres_per_socket;  // as the update sets them
+  JobRequest request;                  // the fields as the update sets them (GPU requests)
 };
 struct UpdateVerdict {
   enum class Kind { allowed, directives_fixed, gpu_type_excluded } kind = Kind::allowed;

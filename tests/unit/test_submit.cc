@@ -295,11 +295,11 @@ START_TEST(updates_may_restore_but_not_change_directives) {
   }
   // A GPU type the directives exclude.
   u.comment.reset();
-  u.tres_per_node = "gres:gpu:a100:1";
+  u.request.tres_per_node = "gres:gpu:a100:1";
   UpdateVerdict v = check_update(u, Config{});
   ck_assert(v.kind == UpdateVerdict::Kind::gpu_type_excluded);
   ck_assert_contains(v.reason, "GPU type a100 is outside this job's gpu-type directive (h100)");
-  u.tres_per_node = "gres:gpu:h100:2";
+  u.request.tres_per_node = "gres:gpu:h100:2";
   ck_assert(check_update(u, Config{}).allowed());
 }
 END_TEST

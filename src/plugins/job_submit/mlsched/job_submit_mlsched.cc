@@ -139,10 +139,7 @@ MLSCHED_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, u
     if (job_desc->comment) u.comment = job_desc->comment;
     u.current_comment = str(job_ptr->comment);
     u.admin_comment = str(job_ptr->admin_comment);
-    u.tres_per_node = str(job_desc->tres_per_node);
-    u.tres_per_job = str(job_desc->tres_per_job);
-    u.tres_per_task = str(job_desc->tres_per_task);
-    u.tres_per_socket = str(job_desc->tres_per_socket);
+    u.request = copy_request(job_desc);
     const auto config = g_config.get();
     const mlsched::UpdateVerdict v = mlsched::check_update(u, config ? *config : mlsched::Config{});
     if (v.allowed()) return SLURM_SUCCESS;
