@@ -426,13 +426,78 @@ exec {TOOL} run -- {TRAINER}
     finally:
         cluster.conf.write_text(original_conf)
         assert cluster.run(["scontrol", "reconfigure"]).rc == 0
-        # Start the node's slurmd again as scripts/cluster does (its own UTS
-        # namespace with host name localhost); ReturnToService=2 puts the node back.
-        log = open(cluster.dir / "log" / f"slurmd-{victim_node}.out", "ab")
+        restart_slurmd(cluster, victim_node, argv, env)
+
+
+def restart_slurmd(cluster, node, argv, env):
+    """Starts a node's slurmd again as scripts/cluster does (its own UTS namespace
+    with host name localhost); ReturnToService=2 puts the node back."""
+    with open(cluster.dir / "log" / f"slurmd-{node}.out", "ab") as log:
         subprocess.run(["unshare", "--uts", "--", "sh", "-c", 'hostname localhost && exec "$@"', "sh"] + argv,
                        env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                        start_new_session=True, cwd=str(cluster.dir), timeout=60)
-        log.close()
-        wait_for(lambda: not re.search(r"State=\S*(DOWN|NOT_RESPONDING)",
-                                       cluster.run(["scontrol", "show", "node", victim_node]).out),
-                 f"{victim_node} back in service", timeout=90, interval=1)
+    wait_for(lambda: not re.search(r"State=\S*(DOWN|NOT_RESPONDING)",
+                                   cluster.run(["scontrol", "show", "node", node]).out),
+             f"{node} back in service", timeout=90, interval=1)
+
+
+def hostnames(cluster, nodelist):
+    return cluster.run(["scontrol", "show", "hostnames", nodelist]).out.split()
+
+
+def test_two_slurmd_of_a_4_node_gang_killed_it_resumes_and_the_next_gang_avoids_them(preempt_cluster):
+    cluster, jobs, files = preempt_cluster
+    every = 20  # checkpoints every 20 steps of 0.1 s: a 2 s interval
+    script = f"""#!/bin/bash
+#MLSCHED type=training checkpoint-signal=USR1 checkpoint-grace=30 checkpoint-interval=2 max-restarts=3
+export MLSCHED_TOOL={TOOL} FAKE_TRAINER_STEP_SECONDS=0.1 FAKE_TRAINER_CHECKPOINT_EVERY={every}
+exec {TOOL} run -- {TRAINER}
+"""
+    # The 8 a100 nodes: a 4-node gang, then 4 healthy ones left after two fail.
+    out = Path(f"{cluster.workdir(BOB)}/kill2-{uuid.uuid4().hex[:8]}.out")
+    res, _ = cluster.sbatch(BOB, script, "-A", "nlp", "--gres=gpu:a100:8", "-N4", "-x", "gpu[01-08]", "-t", "10",
+                            "--open-mode=append", "-o", str(out), name="kill2")
+    job = cluster.job_id(res)
+    jobs.append(job)
+    files += [str(out), f"{cluster.workdir(BOB)}/mlsched-checkpoints/{job}"]
+    cluster.wait_state(job, {"RUNNING"})
+    wait_for(lambda: f"periodic checkpoint at step {2 * every}" in output(out), "two periodic checkpoints")
+    first_nodes = hostnames(cluster, cluster.job_field(job, "NodeList"))
+    victims = [n for n in first_nodes if n != cluster.job_field(job, "BatchHost")][:2]
+    daemons = {n: slurmd_of(cluster, n) for n in victims}
+    original_conf = set_slurmd_timeout(cluster, 10)
+    try:
+        for pid, _, _ in daemons.values():
+            os.kill(pid, 9)
+        for n in victims:
+            wait_for(lambda: "DOWN" in cluster.run(["scontrol", "show", "node", n]).out.split("State=")[1].split()[0],
+                     f"slurmctld to declare {n} down", timeout=90, interval=1)
+        wait_for(lambda: restarts(cluster, job) == 1, "the job to be requeued", timeout=60)
+        stopped = max(int(x) for x in re.findall(r"fake-trainer: (?:stopped at|periodic checkpoint at) step (\d+)",
+                                                  output(out)))
+        last_ckpt = max(int(x) for x in re.findall(r"periodic checkpoint at step (\d+)", output(out)))
+        assert cluster.run(["scontrol", "update", f"JobId={job}", "StartTime=now+2"]).rc == 0
+        m = wait_for(lambda: re.search(r"fake-trainer: start at step (\d+) \(restart 1", output(out)),
+                     "the job to resume in a new allocation", timeout=120)
+        resumed = int(m.group(1))
+        cluster.wait_state(job, {"RUNNING"})
+        new_nodes = hostnames(cluster, cluster.job_field(job, "NodeList"))
+        assert not set(victims) & set(new_nodes), (victims, new_nodes)
+        assert resumed == last_ckpt and 0 <= stopped - resumed <= every, (stopped, resumed, last_ckpt)
+        cluster.cancel(job)
+        cluster.wait_state(job, {"CANCELLED"}, timeout=60)
+    finally:
+        cluster.conf.write_text(original_conf)
+        assert cluster.run(["scontrol", "reconfigure"]).rc == 0
+        for n, (_, argv, env) in daemons.items():
+            restart_slurmd(cluster, n, argv, env)
+    # Both nodes are back; the next 4-node gang still goes where nothing failed lately.
+    res, _ = cluster.sbatch(BOB, "#!/bin/bash\nsleep 30\n", "-A", "nlp", "--gres=gpu:a100:8", "-N4",
+                            "-x", "gpu[01-08]", "-t", "5")
+    nxt = cluster.job_id(res)
+    jobs.append(nxt)
+    cluster.wait_state(nxt, {"RUNNING"})
+    placed = hostnames(cluster, cluster.job_field(nxt, "NodeList"))
+    print(f"\nslurmd of {','.join(victims)} killed: job {job} resumed on {','.join(new_nodes)} at step {resumed} "
+          f"(lost {stopped - resumed} steps); next 4-node gang on {','.join(placed)}")
+    assert not set(victims) & set(placed), (victims, placed)
