@@ -2,6 +2,7 @@
 job through files mlsched reads, and to root running `mlsched why`. Each test is
 the attack as a user would try it, asserted on what the victim (or root) sees."""
 import os
+import re
 import shutil
 import stat
 import uuid
@@ -188,7 +189,8 @@ def test_another_users_job_cannot_be_changed_or_given_a_checkpoint_report(cluste
     for change in ("comment=mlsched: gpu-type=h100 mlsched-checkpoint=1", "comment=hello", "TimeLimit=1"):
         upd = cluster.run(["scontrol", "update", f"jobid={job}", change], user=BOB)
         assert upd.rc != 0, upd
-        assert "denied" in upd.err.lower() or "not owned" in upd.err.lower(), upd
+        # Slurm 22.05 answers "Invalid user id for job N"; later releases "Access/permission denied".
+        assert re.search(r"invalid user id|denied", upd.err, re.I), upd
     assert cluster.job_field(job, "Comment") == "mlsched: gpu-type=h100"
     # `mlsched ckpt done` as Bob, pretending to be inside Alice's job, with Alice's
     # checkpoint directory: the directory is refused before anything is reported.
