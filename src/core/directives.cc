@@ -94,6 +94,16 @@ static bool is_hetjob_separator(std::string_view line) {
 RawDirectives read_directives(std::string_view script, std::string_view comment,
                               std::optional<uint32_t> het_component) {
   RawDirectives out;
+  // Slurm 22.05 itself hands each component a script of its own part only (the
+  // shebang and that part's comment lines, no separator): then every line is this
+  // component's. A script that still holds the separators is split here.
+  if (het_component) {
+    bool has_separator = false;
+    std::istringstream scan{std::string(script)};
+    std::string l;
+    while (!has_separator && std::getline(scan, l)) has_separator = is_hetjob_separator(l);
+    if (!has_separator) het_component.reset();
+  }
   std::istringstream in{std::string(script)};
   std::string line;
   int number = 0;

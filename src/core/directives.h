@@ -47,9 +47,10 @@ struct RawDirectives {
 
 // Reads directives from both places. Like sbatch with #SBATCH, #MLSCHED lines count
 // only before the script's first command; later ones produce a note.
-// In a heterogeneous job, Slurm hands each component the whole script; as sbatch
-// does with #SBATCH, the `#SBATCH hetjob` lines split it, and component k (its
-// het_job_offset) takes the #MLSCHED lines of part k only. nullopt: not a hetjob.
+// In a heterogeneous job, as sbatch does with #SBATCH, the `#SBATCH hetjob` lines
+// split the script, and component k (its het_job_offset) takes the #MLSCHED lines
+// of part k only. Slurm 22.05 already hands each component its own part (no
+// separator left): then all its lines count. nullopt: not a hetjob.
 RawDirectives read_directives(std::string_view script, std::string_view comment,
                               std::optional<uint32_t> het_component = std::nullopt);
 

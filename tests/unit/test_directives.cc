@@ -152,6 +152,10 @@ START_TEST(hetjob_components_take_their_own_lines) {
   RawDirectives c2 = read_directives(script, "", 2u);
   ck_assert(c2.values.empty());
   ck_assert_contains(c2.notes.at(0), "line 11: #MLSCHED after the script's first command is ignored");
+  // As Slurm 22.05 hands component 1 its script: the shebang and its own part only.
+  RawDirectives own = read_directives("#!/bin/bash\n#SBATCH -N2 --gres=gpu:4\n#MLSCHED gpu-type=a100\n", "", 1u);
+  ck_assert(own.errors.empty());
+  ck_assert_string_eq(own.values.at("gpu-type").value, "a100");
   // The same script as a plain job: every line counts, and the clash is reported.
   RawDirectives plain = read_directives(script, "");
   ck_assert_contains(plain.errors.at(0), "line 6: gpu-type is given twice (also at line 3)");
