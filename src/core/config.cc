@@ -454,4 +454,6 @@ ConfigResult load_config_file(const std::string& path) {
   return parse_config(buf.str(), path);
 }
 
+ConfigKeys config_keys() { return ConfigKeys{kTopKeys, kJobTypeKeys, kDomainKeys}; }
+
 }  // namespace mlsched
