@@ -489,4 +489,6 @@ ConfigResult load_config_file(const std::string& path) {
   return parse_config(text, path);
 }
 
+ConfigKeys config_keys() { return ConfigKeys{kTopKeys, kJobTypeKeys, kDomainKeys}; }
+
 }  // namespace mlsched

@@ -132,4 +132,12 @@ ConfigResult parse_config(std::string_view text, std::string_view source);
 // Reads and parses a file; a missing file is an error (the admin named it).
 ConfigResult load_config_file(const std::string& path);
 
+// Every key mlsched.conf accepts, so that its manual (mlsched.conf(5)) is checked
+// against the parser: the keys of a plain line, of a JobType= line and of an
+// NvlinkDomain= line.
+struct ConfigKeys {
+  std::vector<std::string> top, job_type, nvlink_domain;
+};
+ConfigKeys config_keys();
+
 }  // namespace mlsched
