@@ -3,14 +3,15 @@
 # each as its user to the cluster in DIR. Stock Slurm cannot read the #MLSCHED
 # directives, so a stock job names its GPU type in --gres when it has exactly one;
 # both get the same nodes, GPUs, time limit and account.
-# BENCH_SUBMITTERS (default 2) sbatch calls run at once.
+# BENCH_SUBMITTERS (default 2) sbatch calls run at once. BENCH_SUBMIT_HELD=1 submits
+# every job held (sbatch -H), for a caller that releases them all at once.
 submit_stream() {
   local mode=$1 dir=$2
-  SUBMIT_MODE=$mode SUBMIT_DIR=$dir xargs -P "${BENCH_SUBMITTERS:-2}" -L 1 bash -c '
+  SUBMIT_MODE=$mode SUBMIT_DIR=$dir SUBMIT_HOLD=${BENCH_SUBMIT_HELD:+-H} xargs -P "${BENCH_SUBMITTERS:-2}" -L 1 bash -c '
     user=$0 team=$1 nodes=$2 gpus=$3 typ=$4 loc=$5 secs=$6
     gres="--gres=gpu:$gpus"
     [ "$SUBMIT_MODE" = stock ] && [ "${typ#*,}" = "$typ" ] && gres="--gres=gpu:$typ:$gpus"
     printf "#!/bin/bash\n#MLSCHED gpu-type=%s locality=%s\nsleep %s\n" "$typ" "$loc" "$secs" |
-      runuser -u "$user" -- env SLURM_CONF="$SUBMIT_DIR/etc/slurm.conf" sbatch -Q -A "$team" -N "$nodes" $gres \
+      runuser -u "$user" -- env SLURM_CONF="$SUBMIT_DIR/etc/slurm.conf" sbatch -Q $SUBMIT_HOLD -A "$team" -N "$nodes" $gres \
         -t 5 -D "$SUBMIT_DIR/work/$user" -o /dev/null >/dev/null'
 }
