@@ -45,7 +45,15 @@ mlsched::JobRequest copy_request(const job_desc_msg_t* job_desc) {
     if (job_desc->warn_time != NO_VAL16) req.warn_time = job_desc->warn_time;
   }
   if (job_desc->requeue != NO_VAL16) req.requeue = job_desc->requeue != 0;
-  if (job_desc->het_job_offset != NO_VAL) req.het_component = job_desc->het_job_offset;
+  if (job_desc->het_job_offset != NO_VAL) {
+    req.het_component = job_desc->het_job_offset;
+    // slurmctld calls job_submit once per component, one after the other in the same
+    // RPC thread, and only the leader (offset 0) carries the batch script: the later
+    // components read their part of the leader's.
+    thread_local std::string leader_script;
+    if (job_desc->het_job_offset == 0) leader_script = req.script;
+    else if (req.script.empty()) req.script = leader_script;
+  }
   req.placement_orders_types = !xstrcasecmp(slurm_conf.select_type, "select/mlsched");
   return req;
 }
