@@ -524,12 +524,11 @@ def test_attained_service_ranks_a_team_s_fresh_job_above_one_that_ran(cluster, p
 
 @pytest.fixture
 def crash_cleanup(cluster):
-    """Listed first by a test that crashes slurmctld, so that it runs last: once the
-    test's jobs are gone, `scontrol reconfigure` recounts GPUs. Slurm 22.05 itself keeps
-    the typed GPU count (gres/gpu:a100) of a job that ran across a SIGKILL and
-    restart allocated after the job ends (seen with stock plugins too), and later
-    untyped jobs on that node then leave gres/gpu allocated as well; `scontrol
-    reconfigure` recounts both. Without it, the next tests found GPUs allocated to no job."""
+    """Listed first by a test that crashes slurmctld, so that it runs last. Slurm 22.05
+    itself (stock plugins too) keeps the typed GPU count (gres/gpu:a100) of a job that
+    ran across a SIGKILL and restart allocated after the job ends, and later untyped
+    jobs on that node then leave gres/gpu allocated as well: the next tests found GPUs
+    allocated to no job. Once the test's jobs are gone, `scontrol reconfigure` recounts."""
     yield
     wait_for(lambda: not cluster.run(["squeue", "-h", "-o", "%i"]).out.strip(), "the test's jobs to be gone", timeout=120)
     assert cluster.run(["scontrol", "reconfigure"]).rc == 0
