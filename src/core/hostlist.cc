@@ -4,6 +4,8 @@
 
 #include <cctype>
 #include <algorithm>
+#include <map>
+#include <utility>
 #include <stdexcept>
 
 #include "core/text.h"
@@ -83,7 +85,8 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
     size_t width;
     std::vector<uint64_t> numbers;
   };
-  std::vector<Group> groups;
+  std::vector<Group> groups;  // in order of first appearance
+  std::map<std::pair<std::string, size_t>, size_t> group_of;
   std::vector<std::string> out;
   for (const auto& h : hosts) {
     size_t i = h.size();
@@ -95,14 +98,11 @@ std::string compress_hostlist(const std::vector<std::string>& hosts) {
     const std::string prefix = h.substr(0, i);
     const size_t width = h.size() - i;
     const uint64_t n = *parse_uint(h.substr(i));
-    auto it = groups.begin();
-    for (; it != groups.end(); ++it)
-      if (it->prefix == prefix && it->width == width) break;
-    if (it == groups.end()) {
-      groups.push_back({prefix, width, {}});
-      it = groups.end() - 1;
-    }
-    it->numbers.push_back(n);
+    // Indexed, not searched: names whose numbers sit inside the prefix (a suffix after
+    // the bracket) make one group per host, and a linear search was quadratic in them.
+    auto [slot, added] = group_of.try_emplace({prefix, width}, groups.size());
+    if (added) groups.push_back({prefix, width, {}});
+    groups[slot->second].numbers.push_back(n);
   }
   for (auto& g : groups) {
     auto pad = [&](uint64_t n) {

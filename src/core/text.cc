@@ -130,17 +130,22 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 std::optional<std::string> closest_match(std::string_view word,
                                          const std::vector<std::string>& candidates) {
   const std::string w = lowercase(word);
+  // A third of the word's length (at least 2 edits) separates typos from other words.
+  const size_t limit = std::max<size_t>(2, w.size() / 3);
   size_t best = std::numeric_limits<size_t>::max();
   std::optional<std::string> best_name;
   for (const auto& c : candidates) {
+    // The distance is at least the difference in length: a candidate that cannot be
+    // within the limit is skipped, so a user's 4 KB word costs a comparison per key,
+    // not 4 KB x key length (job_submit runs this for every unknown key it reports).
+    const size_t longer = std::max(w.size(), c.size()), shorter = std::min(w.size(), c.size());
+    if (longer - shorter > limit) continue;
     size_t d = edit_distance(w, lowercase(c));
     if (d < best) {
       best = d;
       best_name = c;
     }
   }
-  // A third of the word's length (at least 2 edits) separates typos from other words.
-  const size_t limit = std::max<size_t>(2, w.size() / 3);
   if (best_name && best <= limit) return best_name;
   return std::nullopt;
 }

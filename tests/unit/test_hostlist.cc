@@ -38,12 +38,27 @@ START_TEST(compress_round_trips) {
 }
 END_TEST
 
+// Names whose number sits before a suffix each form a group of their own (found by the
+// fuzzer: 46,612 such names took over 10 s to compress). Each keeps its place and the
+// result expands to the same names.
+START_TEST(compress_keeps_names_with_a_suffix) {
+  const auto hosts = expand_hostlist("gpu[01-03]-ib1,gpu07");
+  ck_assert_int_eq(hosts.size(), 4);
+  const std::string c = compress_hostlist(hosts);
+  ck_assert_string_eq(c.c_str(), "gpu01-ib1,gpu02-ib1,gpu03-ib1,gpu07");
+  ck_assert(expand_hostlist(c) == hosts);
+  const auto many = expand_hostlist("n[00000-49999]x7");
+  ck_assert(expand_hostlist(compress_hostlist(many)) == many);
+}
+END_TEST
+
 Suite* hostlist_suite() {
   Suite* s = suite_create("hostlist");
   TCase* tc = tcase_create("hostlist");
   tcase_add_test(tc, expands_ranges_with_padding);
   tcase_add_test(tc, rejects_malformed);
   tcase_add_test(tc, compress_round_trips);
+  tcase_add_test(tc, compress_keeps_names_with_a_suffix);
   suite_add_tcase(s, tc);
   return s;
 }

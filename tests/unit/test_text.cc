@@ -44,6 +44,11 @@ START_TEST(closest_match_finds_typos_only) {
   ck_assert_string_eq(closest_match("gpu_type", keys).value().c_str(), "gpu-type");
   ck_assert_string_eq(closest_match("premptible", keys).value().c_str(), "preemptible");
   ck_assert(!closest_match("walltime", keys));
+  // Length alone rules a candidate in or out: one more letter is still a typo, a
+  // word three times as long is not (and is not compared letter by letter).
+  ck_assert_string_eq(closest_match("locallity", keys).value().c_str(), "locality");
+  ck_assert(!closest_match(std::string(4000, 'l'), keys));
+  ck_assert(!closest_match("preemptibleprocess", keys));
 }
 END_TEST
 
