@@ -36,6 +36,10 @@ class Cluster:
         self.dir = Path(directory)
         self.conf = self.dir / "etc" / "slurm.conf"
         self.env = dict(os.environ, SLURM_CONF=str(self.conf))
+        # `scripts/test --sanitize`: Slurm's clients dlopen the sanitized plugins too, so
+        # they need the runtime preloaded, as scripts/cluster gives the daemons.
+        if os.environ.get("MLSCHED_SANITIZER_PRELOAD"):
+            self.env["LD_PRELOAD"] = os.environ["MLSCHED_SANITIZER_PRELOAD"]
 
     def run(self, args, user=None, stdin=None, timeout=60):
         cmd = list(args)
