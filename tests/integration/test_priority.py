@@ -551,11 +551,21 @@ def restart_slurmctld(cluster):
     wait_for(lambda: cluster.run(["scontrol", "ping"]).rc == 0, "slurmctld to answer again")
 
 
-def wait_jobs_saved(cluster, since):
-    """Waits until slurmctld has saved its job table after `since`: a job it had not
-    saved yet is gone after a SIGKILL (Slurm's own state, not ours)."""
+def wait_jobs_saved(cluster, jobs):
+    """Makes slurmctld save its job table with `jobs` running and waits for the file: a
+    job it had not saved yet is gone after a SIGKILL (Slurm's own state, not ours).
+    slurmctld 22.05 saves within 5 s of a change it schedules a save for (a submission,
+    an update, a start by the main scheduler) but not after a backfill start, so
+    without a trigger the save could wait for its 5-minute periodic checkpoint. A
+    no-op update of each job's time limit is such a change."""
     job_state = cluster.dir / "state" / "job_state"
-    wait_for(lambda: job_state.exists() and job_state.stat().st_mtime > since + 1, "slurmctld to save its jobs")
+    for job in jobs:
+        limit = cluster.job_field(job, "TimeLimit")
+        res = cluster.run(["scontrol", "update", f"JobId={job}", f"TimeLimit={limit}"])
+        assert res.rc == 0, res
+    updated = time.time_ns()
+    wait_for(lambda: job_state.exists() and job_state.stat().st_mtime_ns > updated, "slurmctld to save its jobs",
+             timeout=30)
 
 
 def sacct_gpu_seconds(cluster, jobs):
@@ -592,7 +602,7 @@ def test_usage_resumes_after_slurmctld_is_killed_mid_run(crash_cleanup, cluster,
     try:
         for job in ours:
             cluster.wait_state(job, ["RUNNING"])
-        wait_jobs_saved(cluster, time.time())
+        wait_jobs_saved(cluster, ours)
         # Killed once the saved usage holds both jobs, a few seconds into their runs.
         wait_for(lambda: len(charging(cluster, "research")) == 2 and run_seconds(cluster, ours[0]) >= 6,
                  "the saved usage to charge both running jobs")
@@ -618,7 +628,7 @@ def test_usage_resumes_after_slurmctld_is_killed_mid_run(crash_cleanup, cluster,
 def test_slurmctld_starts_on_a_corrupt_or_missing_usage_file(crash_cleanup, cluster, priority_conf, mlsched_conf):
     job = submit(cluster, mlsched_conf.jobs, CAROL, "research", "-w", "gpu13", "--gres=gpu:a100:2")
     cluster.wait_state(job, ["RUNNING"])
-    wait_jobs_saved(cluster, time.time())
+    wait_jobs_saved(cluster, [job])
     # A long period: the pass that follows this change charges the running job and
     # saves; nothing rewrites the file after that before the restarts below.
     path = cluster.dir / "state" / STATE_FILE

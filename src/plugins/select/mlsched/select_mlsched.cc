@@ -446,12 +446,23 @@ MLSCHED_EXPORT int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, ui
 
 MLSCHED_EXPORT int select_p_job_fini(job_record_t* job_ptr) {
   try {
-    // A job that ended because its node failed marks those nodes as flaky for a while.
+    // A job that ended because a node failed marks the nodes that failed (down, failing
+    // or not responding now) as flaky for a while; the healthy rest of its gang is not.
     if (IS_JOB_NODE_FAILED(job_ptr) && job_ptr->node_bitmap) {
       std::lock_guard<std::mutex> lock(g_failures_mutex);
       const time_t now = time(nullptr);
-      for (int64_t i = bit_ffs(job_ptr->node_bitmap); i >= 0 && i <= bit_fls(job_ptr->node_bitmap); i++)
-        if (bit_test(job_ptr->node_bitmap, i)) g_node_failures[static_cast<uint32_t>(i)].push_back(now);
+      node_record_t** table = mlsched::plugin::ctld::node_table();
+      const int64_t count = mlsched::plugin::ctld::node_count();
+      for (int64_t i = bit_ffs(job_ptr->node_bitmap); i >= 0 && i <= bit_fls(job_ptr->node_bitmap); i++) {
+        node_record_t* node_ptr = table && i < count ? table[i] : nullptr;
+        if (!bit_test(job_ptr->node_bitmap, i) || !node_ptr) continue;
+        if (IS_NODE_DOWN(node_ptr) || IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr)) {
+          g_node_failures[static_cast<uint32_t>(i)].push_back(now);
+          const auto config = g_config.get();
+          info("%s: %s failed under %pJ; large gangs avoid it for %u s while healthy nodes can hold them",
+               kLog, node_ptr->name, job_ptr, config ? config->node_failure_window : 0);
+        }
+      }
     }
   } catch (...) {
   }
