@@ -146,12 +146,15 @@ class MlschedConf:
     def append(self, *lines, plugin=None, tag="test"):
         return self.write(f"# {tag}\n" + "\n".join(lines), plugin=plugin)
 
-    def restore(self):
+    def cancel_jobs(self):
         for job in self.jobs:
             self.cluster.cancel(job)
         if self.jobs:
             wait_for(lambda: not self.cluster.run(["squeue", "-h", "-t", "PD,R,CG", "-j", ",".join(self.jobs)]).out.strip(),
                      "the test's jobs to leave the cluster", timeout=90)
+
+    def restore(self):
+        self.cancel_jobs()
         if self.changed:
             start = self.log_offset()
             self.path.write_text(self.original)

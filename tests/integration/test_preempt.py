@@ -23,6 +23,7 @@ import pytest
 
 from conftest import wait_for
 from test_priority import charging, saved_state
+from test_select import hostnames
 
 REPO = Path(__file__).resolve().parents[2]
 TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
@@ -368,6 +369,26 @@ def set_slurmd_timeout(cluster, seconds):
     return text
 
 
+CHECKPOINT_EVERY = 20  # steps of 0.1 s between the trainer's own checkpoints: a 2 s interval
+
+
+def checkpointing_trainer():
+    """A requeueable fake trainer under `mlsched run` that checkpoints every
+    CHECKPOINT_EVERY steps and declares that 2 s interval (the node-failure tests)."""
+    return f"""#!/bin/bash
+#MLSCHED type=training checkpoint-signal=USR1 checkpoint-grace=30 checkpoint-interval=2 max-restarts=3
+export MLSCHED_TOOL={TOOL} FAKE_TRAINER_STEP_SECONDS=0.1 FAKE_TRAINER_CHECKPOINT_EVERY={CHECKPOINT_EVERY}
+exec {TOOL} run -- {TRAINER}
+"""
+
+
+def last_steps(out):
+    """(the last step the trainer reached, its last periodic checkpoint) from its output."""
+    text = output(out)
+    stopped = max(int(x) for x in re.findall(r"fake-trainer: (?:stopped at|periodic checkpoint at) step (\d+)", text))
+    return stopped, max(int(x) for x in re.findall(r"periodic checkpoint at step (\d+)", text))
+
+
 def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_nodes(preempt_cluster, mlsched_conf,
                                                                                   forget_node_failures):
     cluster, jobs, files = preempt_cluster
@@ -375,12 +396,8 @@ def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_node
     mlsched_conf.append(*SETTINGS, "PriorityCalcPeriod=1", plugin="priority/mlsched", tag="test_preempt")
     wait_for(lambda: not charging(cluster, "nlp"), "nlp's earlier jobs to be settled")
     charged_before = saved_state(cluster).get("nlp", (0.0, 0.0))[1]
-    every = 20  # steps of 0.1 s between the trainer's own checkpoints: a 2 s interval
-    script = f"""#!/bin/bash
-#MLSCHED type=training checkpoint-signal=USR1 checkpoint-grace=30 checkpoint-interval=2 max-restarts=3
-export MLSCHED_TOOL={TOOL} FAKE_TRAINER_STEP_SECONDS=0.1 FAKE_TRAINER_CHECKPOINT_EVERY={every}
-exec {TOOL} run -- {TRAINER}
-"""
+    every = CHECKPOINT_EVERY
+    script = checkpointing_trainer()
     out = Path(f"{cluster.workdir(BOB)}/kill-{uuid.uuid4().hex[:8]}.out")
     res, _ = cluster.sbatch(BOB, script, "-A", "nlp", "--gres=gpu:a100:8", "-N2", "-x", OTHER_NODES, "-t", "10",
                             "--open-mode=append", "-o", str(out), name="kill")
@@ -390,7 +407,7 @@ exec {TOOL} run -- {TRAINER}
     cluster.wait_state(job, {"RUNNING"})
     first_start = epoch(cluster.job_field(job, "StartTime"))
     wait_for(lambda: f"periodic checkpoint at step {2 * every}" in output(out), "two periodic checkpoints")
-    first_nodes = cluster.run(["scontrol", "show", "hostnames", cluster.job_field(job, "NodeList")]).out.split()
+    first_nodes = hostnames(cluster, cluster.job_field(job, "NodeList"))
     victim_node = [n for n in first_nodes if n != cluster.job_field(job, "BatchHost")][0]
 
     # slurmd of the job's second node dies; slurmctld notices it after SlurmdTimeout
@@ -406,15 +423,13 @@ exec {TOOL} run -- {TRAINER}
         # The job is requeued (it asked for requeue at submission), not failed.
         wait_for(lambda: restarts(cluster, job) == 1, "the job to be requeued", timeout=60)
         requeued_by = time.time()
-        stopped = max(int(s) for s in re.findall(r"fake-trainer: (?:stopped at|periodic checkpoint at) step (\d+)",
-                                                  output(out)))
-        last_ckpt = max(int(s) for s in re.findall(r"periodic checkpoint at step (\d+)", output(out)))
+        stopped, last_ckpt = last_steps(out)
         start_requeued_now(cluster, job)
         m = wait_for(lambda: re.search(r"fake-trainer: start at step (\d+) \(restart 1", output(out)),
                      "the job to resume in a new allocation", timeout=120)
         resumed = int(m.group(1))
         cluster.wait_state(job, {"RUNNING"})
-        new_nodes = cluster.run(["scontrol", "show", "hostnames", cluster.job_field(job, "NodeList")]).out.split()
+        new_nodes = hostnames(cluster, cluster.job_field(job, "NodeList"))
         assert victim_node not in new_nodes, (victim_node, new_nodes)
         assert resumed == last_ckpt, (resumed, last_ckpt)
         # Work lost: the steps after the last checkpoint, at most one checkpoint interval.
@@ -451,11 +466,6 @@ def restart_slurmd(cluster, node, argv, env):
              f"{node} back in service", timeout=90, interval=1)
 
 
-
-def hostnames(cluster, nodelist):
-    return cluster.run(["scontrol", "show", "hostnames", nodelist]).out.split()
-
-
 @pytest.fixture
 def forget_node_failures(preempt_cluster, mlsched_conf):
     """select/mlsched keeps the nodes that failed in slurmctld's memory for
@@ -463,12 +473,8 @@ def forget_node_failures(preempt_cluster, mlsched_conf):
     After the test (its jobs cancelled first), a 1 s window and one placement drop
     them; then the test's settings come back, and mlsched_conf restores the file."""
     yield
-    cluster, jobs, _ = preempt_cluster
-    for job in jobs:
-        cluster.cancel(job)
-    if jobs:
-        wait_for(lambda: not cluster.run(["squeue", "-h", "-t", "PD,R,CG", "-j", ",".join(jobs)]).out.strip(),
-                 "the test's jobs to leave the cluster", timeout=90)
+    cluster = preempt_cluster[0]
+    mlsched_conf.cancel_jobs()
     mlsched_conf.append(*SETTINGS, "NodeFailureWindow=1", plugin="select/mlsched", tag="forget failures")
     time.sleep(1.5)
     res, _ = cluster.sbatch(ALICE, "#!/bin/bash\ntrue\n", "-A", "vision", "--gres=gpu:a100:1", "-x", "gpu[01-08]",
@@ -481,12 +487,8 @@ def forget_node_failures(preempt_cluster, mlsched_conf):
 def test_two_slurmd_of_a_4_node_gang_killed_it_resumes_and_the_next_gang_avoids_them(preempt_cluster, mlsched_conf,
                                                                                    forget_node_failures):
     cluster, jobs, files = preempt_cluster
-    every = 20  # checkpoints every 20 steps of 0.1 s: a 2 s interval
-    script = f"""#!/bin/bash
-#MLSCHED type=training checkpoint-signal=USR1 checkpoint-grace=30 checkpoint-interval=2 max-restarts=3
-export MLSCHED_TOOL={TOOL} FAKE_TRAINER_STEP_SECONDS=0.1 FAKE_TRAINER_CHECKPOINT_EVERY={every}
-exec {TOOL} run -- {TRAINER}
-"""
+    every = CHECKPOINT_EVERY
+    script = checkpointing_trainer()
     # The 8 a100 nodes (two NVLink domains of 4): a 4-node gang fills one domain; after
     # two of its nodes fail, the other domain holds it. Team research's, not nlp's: the
     # fair-share test that follows starts from vision's and nlp's standings, and with
@@ -512,9 +514,7 @@ exec {TOOL} run -- {TRAINER}
             wait_for(lambda: "DOWN" in cluster.run(["scontrol", "show", "node", n]).out.split("State=")[1].split()[0],
                      f"slurmctld to declare {n} down", timeout=90, interval=1)
         wait_for(lambda: restarts(cluster, job) == 1, "the job to be requeued", timeout=60)
-        stopped = max(int(x) for x in re.findall(r"fake-trainer: (?:stopped at|periodic checkpoint at) step (\d+)",
-                                                  output(out)))
-        last_ckpt = max(int(x) for x in re.findall(r"periodic checkpoint at step (\d+)", output(out)))
+        stopped, last_ckpt = last_steps(out)
         # The nodes that failed are remembered; the healthy half of the gang is not.
         marked = sorted(set(re.findall(rf"select/mlsched: (\S+) failed under JobId={job}\b",
                                        mlsched_conf.log_since(log_start))))

@@ -453,12 +453,12 @@ MLSCHED_EXPORT int select_p_job_fini(job_record_t* job_ptr) {
       const time_t now = time(nullptr);
       node_record_t** table = mlsched::plugin::ctld::node_table();
       const int64_t count = mlsched::plugin::ctld::node_count();
+      const auto config = g_config.get();
       for (int64_t i = bit_ffs(job_ptr->node_bitmap); i >= 0 && i <= bit_fls(job_ptr->node_bitmap); i++) {
         node_record_t* node_ptr = table && i < count ? table[i] : nullptr;
         if (!bit_test(job_ptr->node_bitmap, i) || !node_ptr) continue;
         if (IS_NODE_DOWN(node_ptr) || IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr)) {
           g_node_failures[static_cast<uint32_t>(i)].push_back(now);
-          const auto config = g_config.get();
           info("%s: %s failed under %pJ; large gangs avoid it for %u s while healthy nodes can hold them",
                kLog, node_ptr->name, job_ptr, config ? config->node_failure_window : 0);
         }
