@@ -415,6 +415,8 @@ MLSCHED_EXPORT int fini(void) {
     g_worker.stop();
     g_config.stop_watching();
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: fini failed with a non-standard exception", kLog);
   }
   return SLURM_SUCCESS;
 }

@@ -575,6 +575,8 @@ MLSCHED_EXPORT int fini(void) {
       if (!text.empty()) save_state(text);
     }
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: fini failed with a non-standard exception", kLog);
   }
   return SLURM_SUCCESS;
 }
@@ -608,6 +610,8 @@ MLSCHED_EXPORT void priority_p_reconfig(bool assoc_clear) {
   try {
     g_worker.poke();
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: reconfig failed with a non-standard exception", kLog);
   }
 }
 
@@ -625,6 +629,8 @@ MLSCHED_EXPORT void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* assoc) {
       assoc->usage->usage_efctv = 0;
     }
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: set_assoc_usage failed with a non-standard exception", kLog);
   }
 }
 
@@ -716,5 +722,7 @@ MLSCHED_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
   } catch (const std::exception& e) {
     error("%s: job_end of job %u: %s", kLog, job_ptr ? job_ptr->job_id : 0, e.what());
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: job_end failed with a non-standard exception", kLog);
   }
 }

@@ -454,6 +454,8 @@ MLSCHED_EXPORT int select_p_job_fini(job_record_t* job_ptr) {
         if (bit_test(job_ptr->node_bitmap, i)) g_node_failures[static_cast<uint32_t>(i)].push_back(now);
     }
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: job_fini failed with a non-standard exception", kLog);
   }
   return (*(inner.job_fini))(job_ptr);
 }
