@@ -304,6 +304,32 @@ START_TEST(updates_may_restore_but_not_change_directives) {
 }
 END_TEST
 
+// Two leaves of two h100 nodes under one spine: a strict locality=switch gang of
+// three nodes fits under the spine (placement places it there), so job_submit
+// must not refuse it for fitting under no single leaf.
+static Cluster spine_cluster() {
+  Cluster c;
+  for (int i = 1; i <= 4; ++i) {
+    GpuNode n;
+    n.name = "g" + std::to_string(i);
+    n.gpu_type = "h100";
+    n.gpus = 8;
+    c.add_node(n);
+  }
+  c.set_switches({{"leaf0", 0, {"g1", "g2"}}, {"leaf1", 0, {"g3", "g4"}}, {"spine", 1, {"g1", "g2", "g3", "g4"}}});
+  return c;
+}
+
+START_TEST(strict_switch_gang_fits_under_a_spine) {
+  const Cluster c = spine_cluster();
+  SubmitPlan p = plan_submit(job("gpu-type=h100 locality=switch locality-mode=strict", "gres:gpu:8", 3), Config{}, c);
+  ck_assert_msg(p.accepted(), "%s", p.user_message().c_str());
+  // Five nodes fit under no switch at all: still refused, naming the largest one.
+  p = plan_submit(job("gpu-type=h100 locality=switch locality-mode=strict", "gres:gpu:8", 5), Config{}, c);
+  ck_assert(!p.accepted());
+}
+END_TEST
+
 Suite* submit_suite() {
   Suite* s = suite_create("submit");
   TCase* tc = tcase_create("plan");
@@ -325,6 +351,7 @@ Suite* submit_suite() {
   tcase_add_test(tc, several_problems_are_listed_together);
   tcase_add_test(tc, signals_and_requeue);
   tcase_add_test(tc, comment_directives_for_srun);
+  tcase_add_test(tc, strict_switch_gang_fits_under_a_spine);
   suite_add_tcase(s, tc);
   return s;
 }
