@@ -125,6 +125,10 @@ class Cluster {
   std::optional<std::string> canonical_gpu_type(std::string_view type) const;
   bool has_nvlink_domains() const;
   bool has_switches() const;
+  // The units of `scope` a node belongs to, narrowest first: its name, its NVLink
+  // domain, every switch above it (leaf first, then each upper level), "cluster".
+  // The one definition job_submit (best_fit), why and placement's scopes agree on.
+  std::vector<std::string> units_of(const GpuNode& n, Locality scope) const;
   uint32_t total_gpus(std::string_view gpu_type) const;
 
   // Best single unit of `scope` for a gang of one GPU type.

@@ -15,8 +15,8 @@
 namespace mlsched {
 
 uint32_t pending_gpus(std::string_view tres_req) {
-  const GpuCounts want = gpu_counts_from_tres(tres_req);
-  return want.total() + want.untyped;
+  // total() already counts the untyped GPUs.
+  return gpu_counts_from_tres(tres_req).total();
 }
 
 namespace {

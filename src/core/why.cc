@@ -188,14 +188,10 @@ std::string format_duration(long long s) {
 
 namespace {
 
-std::string unit_of(const GpuNode& n, Locality scope) {
-  switch (scope) {
-    case Locality::node: return n.name;
-    case Locality::nvlink_domain: return n.nvlink_domain;
-    case Locality::switch_scope: return n.leaf_switch;
-    case Locality::any: return "cluster";
-  }
-  return "";
+// The narrowest unit of a scope a node is in ("" when none): for switches its leaf.
+std::string narrowest_unit(const Cluster& cluster, const GpuNode& n, Locality scope) {
+  const auto units = cluster.units_of(n, scope);
+  return units.empty() ? std::string() : units.front();
 }
 
 std::string scope_word(Locality scope) { return scope == Locality::any ? "cluster" : to_string(scope); }
@@ -206,8 +202,7 @@ std::map<std::string, std::vector<size_t>> units(const Cluster& cluster, Localit
   const auto& nodes = cluster.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].gpus == 0 || nodes[i].gpu_type != type) continue;
-    const std::string u = unit_of(nodes[i], scope);
-    if (!u.empty()) out[u].push_back(i);
+    for (const std::string& u : cluster.units_of(nodes[i], scope)) out[u].push_back(i);
   }
   return out;
 }
@@ -508,7 +503,7 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
           const auto& nodes = cluster.nodes();
           const size_t idx = static_cast<size_t>(n - nodes.data());
           free += free_on(snap.state, idx);
-          spanned.insert(unit_of(*n, req.locality));
+          spanned.insert(narrowest_unit(cluster, *n, req.locality));
         }
         if (strict)
           rep.counterfactuals.push_back({"locality-mode=prefer", "would fit now: " + std::to_string(free) + " " + type +
