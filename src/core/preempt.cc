@@ -6,6 +6,7 @@
 
 #include "core/checkpoint.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/text.h"
 
 namespace mlsched {
@@ -78,10 +79,10 @@ const char* borrowing_source_name(BorrowingSource s) {
 }
 
 namespace {
-constexpr const char* kTimesKey = "preempted";
-constexpr const char* kAtKey = "preempted-at";
-constexpr const char* kByKey = "preempted-by";
-constexpr const char* kLostKey = "lost-gpu-seconds";
+constexpr std::string_view kTimesKey = mark_key::preempted;
+constexpr std::string_view kAtKey = mark_key::preempted_at;
+constexpr std::string_view kByKey = mark_key::preempted_by;
+constexpr std::string_view kLostKey = mark_key::lost_gpu_seconds;
 
 std::string local_time_text(int64_t t) {
   const time_t tt = static_cast<time_t>(t);

@@ -18,6 +18,7 @@
 #include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/fairshare.h"
 #include "core/ops.h"
 #include "core/preempt.h"
@@ -505,7 +506,7 @@ int cmd_why(Args& args) {
   job.directives = parse_stored_directives(job.admin_comment);
   job.request = request_of(j, job.directives);
   job.gpus_by_node = gpus_by_node(j);
-  job.borrowing_mark = stored_token(job.admin_comment, "borrowing");
+  job.borrowing_mark = read_marks(job.admin_comment).borrowing;
   job.preemptions = preemption_history(job.admin_comment);
   if (job.state == "RUNNING" || job.state == "SUSPENDED") {
     find_checkpoint(job, str(j.work_dir), j.user_id, j.group_id);

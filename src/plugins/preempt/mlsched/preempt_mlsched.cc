@@ -29,6 +29,7 @@
 
 #include "core/checkpoint.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/fairshare.h"
 #include "core/hostlist.h"
 #include "core/preempt.h"
@@ -450,7 +451,7 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
     auto known = scan.snapshot->running.find(preemptee->job_id);
     const bool estimate = known != scan.snapshot->running.end() && known->second.borrowing;
     const auto borrowing = mlsched::decide_borrowing(
-        mlsched::stored_token(str(preemptee->admin_comment), "borrowing"), g_priority_marks, estimate);
+        mlsched::read_marks(str(preemptee->admin_comment)).borrowing, g_priority_marks, estimate);
     victim.borrowing = borrowing.borrowing;
     if (borrowing.borrowing && scan.preemptor.borrowing &&
         mlsched::starving_large_gang(scan.preemptor, *cfg, now))
