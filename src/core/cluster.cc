@@ -204,6 +204,10 @@ bool Cluster::has_nvlink_domains() const {
   return std::any_of(nodes_.begin(), nodes_.end(), [](const GpuNode& n) { return !n.nvlink_domain.empty(); });
 }
 
+bool usable_node(const NodeCondition& c) {
+  return !(c.down || c.drained || c.failing || c.not_responding || c.not_yet_up);
+}
+
 bool Cluster::has_switches() const {
   // A switch of any level with a known node counts: a gang may fit under a spine
   // whose leaves topology.conf leaves out.

@@ -40,6 +40,19 @@ struct Team {
   std::map<std::string, uint32_t> gpu_quota;  // gpu_type -> guaranteed GPUs
 };
 
+// What Slurm says of a node's condition, as a shell (node_record_t) or the tool
+// (node_info_t) reads it.
+struct NodeCondition {
+  bool down = false;
+  bool drained = false;         // DRAIN flag, draining or drained
+  bool failing = false;         // FAIL flag
+  bool not_responding = false;  // NO_RESPOND flag
+  bool not_yet_up = false;      // FUTURE or UNKNOWN: never registered since slurmctld started
+};
+// The one definition of a node mlsched may place a job on, count free GPUs on, or
+// preempt for: select, preempt and `mlsched why`/`top` all use it.
+bool usable_node(const NodeCondition& c);
+
 // A node's live state at one moment (a snapshot taken under slurmctld's locks, or
 // read by the tool from slurm_load_node). Kept parallel to Cluster::nodes().
 struct NodeState {

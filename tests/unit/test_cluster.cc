@@ -81,6 +81,27 @@ START_TEST(best_fit_by_scope) {
 }
 END_TEST
 
+// One definition of a usable node for select, preempt and the tool.
+START_TEST(usable_node_is_up_and_schedulable) {
+  ck_assert(usable_node(NodeCondition{}));
+  NodeCondition c;
+  c.drained = true;
+  ck_assert(!usable_node(c));
+  c = NodeCondition{};
+  c.not_responding = true;
+  ck_assert(!usable_node(c));
+  c = NodeCondition{};
+  c.not_yet_up = true;
+  ck_assert(!usable_node(c));
+  c = NodeCondition{};
+  c.down = true;
+  ck_assert(!usable_node(c));
+  c = NodeCondition{};
+  c.failing = true;
+  ck_assert(!usable_node(c));
+}
+END_TEST
+
 Suite* cluster_suite() {
   Suite* s = suite_create("cluster");
   TCase* tc = tcase_create("model");
@@ -88,6 +109,7 @@ Suite* cluster_suite() {
   tcase_add_test(tc, cliques_from_link_matrix);
   tcase_add_test(tc, model_queries);
   tcase_add_test(tc, best_fit_by_scope);
+  tcase_add_test(tc, usable_node_is_up_and_schedulable);
   suite_add_tcase(s, tc);
   return s;
 }

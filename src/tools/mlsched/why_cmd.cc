@@ -104,8 +104,13 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
     }
     NodeState ns;
     const uint32_t base = n.node_state & NODE_STATE_BASE;
-    ns.usable = !(base == NODE_STATE_DOWN || base == NODE_STATE_FUTURE || base == NODE_STATE_UNKNOWN ||
-                  (n.node_state & (NODE_STATE_DRAIN | NODE_STATE_FAIL | NODE_STATE_NO_RESPOND)));
+    NodeCondition cond;
+    cond.down = base == NODE_STATE_DOWN;
+    cond.not_yet_up = base == NODE_STATE_FUTURE || base == NODE_STATE_UNKNOWN;
+    cond.drained = n.node_state & NODE_STATE_DRAIN;
+    cond.failing = n.node_state & NODE_STATE_FAIL;
+    cond.not_responding = n.node_state & NODE_STATE_NO_RESPOND;
+    ns.usable = usable_node(cond);
     ns.gpu_busy.assign(node.gpus, false);
     for (int idx : gpu_indices_from_gres(str(n.gres_used)))
       if (idx >= 0 && static_cast<uint32_t>(idx) < node.gpus) ns.gpu_busy[idx] = true;

@@ -205,7 +205,7 @@ std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, uns
     snap->cluster_gpus[mlsched::lowercase(n.gpu_type)] += n.gpus;
     mlsched::PreemptNode pn{n.name, n.gpu_type, n.nvlink_domain, 0};
     const node_record_t* node_ptr = table ? table[model->slurm_index[i]] : nullptr;
-    const bool usable = node_ptr && !IS_NODE_DOWN(node_ptr) && !IS_NODE_DRAIN(node_ptr) && !IS_NODE_FAIL(node_ptr);
+    const bool usable = node_ptr && mlsched::usable_node(mlsched::plugin::node_condition(node_ptr));
     const uint32_t held = busy[n.name];
     pn.free_gpus = usable && n.gpus > held ? n.gpus - held : 0;
     snap->nodes.push_back(std::move(pn));

@@ -132,8 +132,7 @@ mlsched::ClusterState current_state(const mlsched::plugin::ClusterModel& model, 
       state[k].usable = false;
       continue;
     }
-    state[k].usable = !(IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) || IS_NODE_FAIL(node_ptr) ||
-                        IS_NODE_NO_RESPOND(node_ptr));
+    state[k].usable = mlsched::usable_node(mlsched::plugin::node_condition(node_ptr));
     if (node_ptr->gres_list) {
       ListIterator it = list_iterator_create(node_ptr->gres_list);
       gres_state_t* gres_state;
