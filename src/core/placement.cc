@@ -324,4 +324,10 @@ Fragmentation measure_fragmentation(const Cluster& cluster, const ClusterState& 
   return f;
 }
 
+std::string select_reason_of(std::string_view system_comment) {
+  const std::string_view prefix = kSelectReasonPrefix;
+  if (system_comment.substr(0, prefix.size()) != prefix) return "";
+  return std::string(system_comment.substr(prefix.size()));
+}
+
 }  // namespace mlsched

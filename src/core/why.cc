@@ -286,6 +286,22 @@ FitNow fit_now(const Cluster& cluster, const ClusterState& state, Locality scope
   return out;
 }
 
+void compare_with_select(const JobFacts& job, const Snapshot& snap, WhyReport& rep) {
+  PlacementRequest request;
+  request.gang = job.request.gang;
+  request.gpu_types = job.request.gpu_types;
+  request.locality = job.request.locality;
+  request.mode = job.request.locality_mode;
+  // Select sees Slurm's bitmap for the job (partition, features); the tool sees
+  // every node, and the snapshot's usable flags rule out the rest.
+  const std::vector<bool> eligible(snap.cluster->nodes().size(), true);
+  const PlacementPlan plan = plan_placement(*snap.cluster, snap.state, eligible, request);
+  rep.placement_now = plan.candidates.empty()
+                          ? (plan.reason.empty() ? "no placement in the allowed topology scope" : plan.reason)
+                          : "";
+  rep.select_differs = !job.select_reason.empty() && job.select_reason != rep.placement_now;
+}
+
 WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   WhyReport rep;
   const Cluster& cluster = *snap.cluster;
@@ -663,6 +679,7 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   };
   std::stable_sort(rep.findings.begin(), rep.findings.end(),
                    [&](const Finding& a, const Finding& b) { return order(a) < order(b); });
+  if (job.state == "PENDING" && job.request.total_gpus() > 0) compare_with_select(job, snap, rep);
   return rep;
 }
 
@@ -701,6 +718,21 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
     snprintf(lost, sizeof lost, "%.0f", h.lost_gpu_seconds);
     s += "; work lost, estimated: " + std::string(lost) + " GPU-seconds in all";
     line(s);
+  }
+
+  if (!job.select_reason.empty())
+    line("  select:     " + job.select_reason +
+         (job.select_evaluated ? " (select/mlsched's view, " + clock(job.select_evaluated) + ")" : " (select/mlsched's view)"));
+  if (job.state == "PENDING" && (!job.select_reason.empty() || !rep.placement_now.empty())) {
+    if (rep.placement_now.empty())
+      line("  now:        the GPUs it needs can be placed now (mlsched why's recomputation, " + clock(now) + ")" +
+           (job.select_reason.empty() ? "" : "; select/mlsched's view above is older"));
+    else
+      line("  now:        " + rep.placement_now + " (mlsched why's recomputation, " + clock(now) + ")" +
+           (job.select_reason.empty() ? ""
+            : rep.select_differs ? "; differs from select/mlsched's view: the cluster changed since, or select "
+                                   "sees other eligible nodes (partition, features)"
+                                 : "; agrees with select/mlsched"));
   }
 
   if (job.state == "RUNNING") {

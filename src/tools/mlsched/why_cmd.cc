@@ -513,6 +513,8 @@ int cmd_why(Args& args) {
   job.gpus_by_node = gpus_by_node(j);
   job.borrowing_mark = read_marks(job.admin_comment).borrowing;
   job.preemptions = preemption_history(job.admin_comment);
+  job.select_reason = select_reason_of(str(j.system_comment));
+  job.select_evaluated = j.last_sched_eval;
   if (job.state == "RUNNING" || job.state == "SUSPENDED") {
     find_checkpoint(job, str(j.work_dir), j.user_id, j.group_id);
     // What the job reported to slurmctld (its Comment) is readable from any login

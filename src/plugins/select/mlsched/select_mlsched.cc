@@ -35,7 +35,6 @@ namespace {
 
 using mlsched::plugin::guarded;
 constexpr const char* kLog = "select/mlsched";
-constexpr const char* kReasonPrefix = "mlsched: ";
 
 // Names must follow slurm_select_ops_t's member order (src/common/select.h).
 const char* kInnerSyms[] = {
@@ -171,8 +170,8 @@ bitstr_t* bitmap_of(const mlsched::plugin::ClusterModel& model, const std::vecto
 // Only mlsched's own note is ever replaced; an admin's system comment stays.
 void set_reason(job_record_t* job_ptr, const std::string& reason) {
   const std::string current = str(job_ptr->system_comment);
-  if (!current.empty() && current.rfind(kReasonPrefix, 0) != 0) return;
-  const std::string wanted = reason.empty() ? "" : kReasonPrefix + reason;
+  if (!current.empty() && current.rfind(mlsched::kSelectReasonPrefix, 0) != 0) return;
+  const std::string wanted = reason.empty() ? "" : mlsched::kSelectReasonPrefix + reason;
   if (current == wanted) return;
   xfree(job_ptr->system_comment);
   if (!wanted.empty()) job_ptr->system_comment = xstrdup(wanted.c_str());
