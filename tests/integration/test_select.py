@@ -46,6 +46,19 @@ def gpu_idx(cluster, job):
     return dict(re.findall(r"Nodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=gpu:\w+:\d+\(IDX:([\d,-]+)\)", text))
 
 
+def recorded_reason(cluster, job, timeout=20):
+    """The SystemComment select/mlsched records on a job it cannot place, once it
+    says what is free (None if it never does within `timeout`)."""
+    deadline = time.time() + timeout
+    reason = None
+    while time.time() < deadline:
+        reason = cluster.job_field(job, "SystemComment")
+        if reason and "free now" in reason:
+            break
+        time.sleep(0.5)
+    return reason
+
+
 @pytest.fixture
 def clean(request):
     """Cancels every job of the test user on the clusters a test used."""
@@ -89,13 +102,7 @@ def test_strict_waits_with_reason_prefer_spreads(cluster, clean):
     # rightly keeps later jobs off the nodes it will need.)
     strict = submit(cluster, "-N", "2", "--gres=gpu:8",
                     directives=["gpu-type=h100 locality=nvlink-domain locality-mode=strict"])
-    deadline = time.time() + 20
-    reason = None
-    while time.time() < deadline:
-        reason = cluster.job_field(strict, "SystemComment")
-        if reason and "free now" in reason:
-            break
-        time.sleep(0.5)
+    reason = recorded_reason(cluster, strict)
     assert cluster.job_field(strict, "JobState") == "PENDING"
     assert reason == ("mlsched: needs 16 h100 GPUs (2 nodes x 8) in one NVLink domain; free now: "
                       "h100: 16 free on 2 nodes with room, at most 8 in one NVLink domain (nvl0)"), reason
@@ -110,13 +117,7 @@ def test_why_agrees_with_select_on_a_strict_gang(cluster, clean):
     occupy(cluster, ["gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"])
     strict = submit(cluster, "-N", "2", "--gres=gpu:8",
                     directives=["gpu-type=h100 locality=nvlink-domain locality-mode=strict"])
-    deadline = time.time() + 20
-    reason = None
-    while time.time() < deadline:
-        reason = cluster.job_field(strict, "SystemComment")
-        if reason and "free now" in reason:
-            break
-        time.sleep(0.5)
+    reason = recorded_reason(cluster, strict)
     assert reason and reason.startswith("mlsched: needs 16 h100 GPUs"), reason
     select_view = reason[len("mlsched: "):]
     res = cluster.run([str(TOOL), "why", strict], user=USER)

@@ -84,21 +84,14 @@ END_TEST
 // One definition of a usable node for select, preempt and the tool.
 START_TEST(usable_node_is_up_and_schedulable) {
   ck_assert(usable_node(NodeCondition{}));
-  NodeCondition c;
-  c.drained = true;
-  ck_assert(!usable_node(c));
-  c = NodeCondition{};
-  c.not_responding = true;
-  ck_assert(!usable_node(c));
-  c = NodeCondition{};
-  c.not_yet_up = true;
-  ck_assert(!usable_node(c));
-  c = NodeCondition{};
-  c.down = true;
-  ck_assert(!usable_node(c));
-  c = NodeCondition{};
-  c.failing = true;
-  ck_assert(!usable_node(c));
+  // Any one of Slurm's conditions makes a node unusable.
+  bool NodeCondition::*const flags[] = {&NodeCondition::down, &NodeCondition::drained, &NodeCondition::failing,
+                                        &NodeCondition::not_responding, &NodeCondition::not_yet_up};
+  for (auto flag : flags) {
+    NodeCondition c;
+    c.*flag = true;
+    ck_assert(!usable_node(c));
+  }
 }
 END_TEST
 
