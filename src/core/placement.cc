@@ -118,16 +118,6 @@ Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vecto
 
 uint32_t gang_gpus(const GangShape& g) { return g.gpus_per_node > 0 ? g.gpus_per_node * g.nodes : g.total_gpus; }
 
-std::string scope_phrase(Locality l) {
-  switch (l) {
-    case Locality::node: return "one node";
-    case Locality::nvlink_domain: return "one NVLink domain";
-    case Locality::switch_scope: return "one switch";
-    case Locality::any: return "the cluster";
-  }
-  return "";
-}
-
 std::string gang_phrase(const GangShape& g, const std::string& type) {
   std::string s = std::to_string(gang_gpus(g)) + (type.empty() ? "" : " " + type) + " GPUs";
   if (g.gpus_per_node > 0 && g.nodes > 1)
