@@ -463,6 +463,17 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_array_add(placement, o);
   }
   json_object_object_add(root, "placement", placement);
+  // select/mlsched's recorded reason beside why's recomputation (null when none).
+  json_object* sel = nullptr;
+  if (!job.select_reason.empty() || !rep.placement_now.empty()) {
+    sel = json_object_new_object();
+    json_object_object_add(sel, "select_reason", job.select_reason.empty() ? nullptr : jstr(job.select_reason));
+    json_object_object_add(sel, "select_evaluated",
+                           job.select_evaluated ? json_object_new_int64(job.select_evaluated) : nullptr);
+    json_object_object_add(sel, "recomputed", rep.placement_now.empty() ? nullptr : jstr(rep.placement_now));
+    json_object_object_add(sel, "differs", json_object_new_boolean(rep.select_differs));
+  }
+  json_object_object_add(root, "placement_reason", sel);
   return root;
 }
 
