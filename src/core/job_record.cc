@@ -9,7 +9,7 @@ namespace mlsched {
 const std::vector<std::string_view>& mark_keys() {
   static const std::vector<std::string_view> keys = {
       mark_key::borrowing, mark_key::attained_gpu_seconds, mark_key::first_submit, mark_key::preempted,
-      mark_key::preempted_at, mark_key::preempted_by, mark_key::lost_gpu_seconds};
+      mark_key::preempted_at, mark_key::preempted_by, mark_key::lost_gpu_seconds, mark_key::preempted_at_utc};
   return keys;
 }
 

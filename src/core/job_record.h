@@ -22,7 +22,12 @@ inline constexpr std::string_view attained_gpu_seconds = "attained-gpu-seconds";
 inline constexpr std::string_view first_submit = "first-submit";
 // preempt/mlsched (preempt.h: preemption_history): how often, when, by whom, work lost.
 inline constexpr std::string_view preempted = "preempted";
+// preempted-at is local time text for people reading `scontrol show job`;
+// readers take preempted-at-utc (epoch seconds), which means the same on slurmctld
+// and on a login node in another time zone, and fall back to the text only for
+// marks written before it existed.
 inline constexpr std::string_view preempted_at = "preempted-at";
+inline constexpr std::string_view preempted_at_utc = "preempted-at-utc";
 inline constexpr std::string_view preempted_by = "preempted-by";
 inline constexpr std::string_view lost_gpu_seconds = "lost-gpu-seconds";
 }  // namespace mark_key

@@ -107,7 +107,11 @@ PreemptionHistory preemption_history(std::string_view admin_comment) {
   PreemptionHistory h;
   if (auto v = stored_token(admin_comment, kTimesKey))
     if (auto n = parse_uint(*v)) h.times = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
-  if (auto v = stored_token(admin_comment, kAtKey)) h.last_at = parse_local_time(*v);
+  if (auto v = stored_token(admin_comment, mark_key::preempted_at_utc)) {
+    if (auto n = parse_uint(*v)) h.last_at = static_cast<int64_t>(*n);
+  } else if (auto t = stored_token(admin_comment, kAtKey)) {
+    h.last_at = parse_local_time(*t);  // written before preempted-at-utc existed
+  }
   if (auto v = stored_token(admin_comment, kByKey))
     if (auto n = parse_uint(*v)) h.last_by = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
   if (auto v = stored_token(admin_comment, kLostKey))
@@ -125,6 +129,7 @@ std::string with_preemption_recorded(std::string_view admin_comment, uint32_t pr
   text = with_stored_token(text, kByKey, preemptor_job_id ? std::optional<std::string>(std::to_string(preemptor_job_id))
                                                           : std::nullopt);
   text = with_stored_token(text, kLostKey, std::to_string(std::llround(lost)));
+  text = with_stored_token(text, mark_key::preempted_at_utc, std::to_string(at));
   return text;
 }
 
