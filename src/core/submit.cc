@@ -152,6 +152,27 @@ GpuRequest read_gpu_request(const JobRequest& req) {
   return g;
 }
 
+GangRequest gang_request(const GpuRequest& gpus, uint32_t nodes, uint32_t tasks,
+                         const std::optional<JobDirectives>& directives) {
+  GangRequest g;
+  g.request.gang.nodes = std::max<uint32_t>(1, nodes);
+  if (gpus.per_node) {
+    g.request.gang.gpus_per_node = gpus.per_node;
+    g.placed_by_mlsched = true;
+  } else if (gpus.per_job) {
+    g.request.gang.total_gpus = gpus.per_job;
+    g.placed_by_mlsched = true;
+  } else if (gpus.per_task) {
+    g.request.gang.total_gpus = gpus.per_task * std::max<uint32_t>(1, tasks);
+  }
+  g.request.gpu_types = directives && !directives->gpu_types.empty() ? directives->gpu_types : gpus.types;
+  if (directives) {
+    g.request.locality = directives->locality;
+    g.request.mode = directives->locality_mode;
+  }
+  return g;
+}
+
 std::string type_gpu_tres(const std::string& tres, const std::string& gpu_type) {
   auto items = parse_tres(tres);
   for (auto& it : items)

@@ -23,6 +23,7 @@
 #include "core/ops.h"
 #include "core/preempt.h"
 #include "core/priority.h"
+#include "core/submit.h"
 #include "core/hostlist.h"
 #include "core/text.h"
 #include "core/why.h"
@@ -154,23 +155,23 @@ namespace {
 
 // What a job asks for in GPUs: from its TRES, refined by its mlsched directives.
 GpuNeed request_of(const slurm_job_info_t& j, const std::optional<JobDirectives>& d) {
+  JobRequest jr;
+  jr.tres_per_node = str(j.tres_per_node);
+  jr.tres_per_job = str(j.tres_per_job);
+  jr.tres_per_task = str(j.tres_per_task);
+  GpuRequest gpus;
+  try {
+    gpus = read_gpu_request(jr);
+  } catch (const std::invalid_argument&) {
+    // TRES text neither Slurm nor job_submit would hand out: explain it as no GPUs.
+  }
+  // The same normalization select/mlsched places with (core/submit gang_request).
+  const GangRequest g = gang_request(gpus, j.num_nodes, j.num_tasks, d);
   GpuNeed r;
-  r.gang.nodes = j.num_nodes ? j.num_nodes : 1;
-  if (auto g = gpus_from_tres(str(j.tres_per_node))) {
-    r.gang.gpus_per_node = g->count;
-    if (!g->type.empty()) r.gpu_types = {g->type};
-  } else if (auto g = gpus_from_tres(str(j.tres_per_job))) {
-    r.gang.total_gpus = g->count;
-    if (!g->type.empty()) r.gpu_types = {g->type};
-  } else if (auto g = gpus_from_tres(str(j.tres_per_task))) {
-    r.gang.total_gpus = g->count * (j.num_tasks ? j.num_tasks : 1);
-    if (!g->type.empty()) r.gpu_types = {g->type};
-  }
-  if (d) {
-    if (!d->gpu_types.empty()) r.gpu_types = d->gpu_types;
-    r.locality = d->locality;
-    r.locality_mode = d->locality_mode;
-  }
+  r.gang = g.request.gang;
+  r.gpu_types = g.request.gpu_types;
+  r.locality = g.request.locality;
+  r.locality_mode = g.request.mode;
   return r;
 }
 

@@ -102,19 +102,10 @@ bool gpu_request(job_record_t* job_ptr, uint32_t min_nodes, mlsched::PlacementRe
   jr.tres_per_node = str(job_ptr->tres_per_node);
   jr.tres_per_job = str(job_ptr->tres_per_job);
   jr.tres_per_task = str(job_ptr->tres_per_task);
-  const mlsched::GpuRequest gpus = mlsched::read_gpu_request(jr);
-  req.gang.nodes = std::max<uint32_t>(1, min_nodes);
-  if (gpus.per_node) req.gang.gpus_per_node = gpus.per_node;
-  else if (gpus.per_job) req.gang.total_gpus = gpus.per_job;
-  else return false;  // per-task/socket GPU jobs are left to cons_tres as they are
-  if (auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment))) {
-    req.gpu_types = d->gpu_types;
-    req.locality = d->locality;
-    req.mode = d->locality_mode;
-  } else {
-    req.gpu_types = gpus.types;
-  }
-  return true;
+  const mlsched::GangRequest g = mlsched::gang_request(mlsched::read_gpu_request(jr), min_nodes, 0,
+                                                      mlsched::parse_stored_directives(str(job_ptr->admin_comment)));
+  req = g.request;
+  return g.placed_by_mlsched;
 }
 
 // Free/busy GPUs and node health now, in the model's node order.
