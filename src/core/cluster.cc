@@ -204,8 +204,38 @@ bool Cluster::has_nvlink_domains() const {
   return std::any_of(nodes_.begin(), nodes_.end(), [](const GpuNode& n) { return !n.nvlink_domain.empty(); });
 }
 
+bool usable_node(const NodeCondition& c) {
+  return !(c.down || c.drained || c.failing || c.not_responding || c.not_yet_up);
+}
+
 bool Cluster::has_switches() const {
-  return std::any_of(nodes_.begin(), nodes_.end(), [](const GpuNode& n) { return !n.leaf_switch.empty(); });
+  // A switch of any level with a known node counts: a gang may fit under a spine
+  // whose leaves topology.conf leaves out.
+  for (const auto& s : switches_)
+    for (const auto& name : s.nodes)
+      if (index_.count(name)) return true;
+  return false;
+}
+
+std::vector<std::string> Cluster::units_of(const GpuNode& n, Locality scope) const {
+  switch (scope) {
+    case Locality::node: return {n.name};
+    case Locality::nvlink_domain:
+      if (n.nvlink_domain.empty()) return {};
+      return {n.nvlink_domain};
+    case Locality::switch_scope: {
+      std::vector<const SwitchSpec*> above;
+      for (const auto& s : switches_)
+        if (std::find(s.nodes.begin(), s.nodes.end(), n.name) != s.nodes.end()) above.push_back(&s);
+      std::stable_sort(above.begin(), above.end(),
+                       [](const SwitchSpec* a, const SwitchSpec* b) { return a->level < b->level; });
+      std::vector<std::string> out;
+      for (const SwitchSpec* s : above) out.push_back(s->name);
+      return out;
+    }
+    case Locality::any: return {"cluster"};
+  }
+  return {};
 }
 
 uint32_t Cluster::total_gpus(std::string_view gpu_type) const {
@@ -216,17 +246,8 @@ uint32_t Cluster::total_gpus(std::string_view gpu_type) const {
 }
 
 ScopeFit Cluster::best_fit(Locality scope, std::string_view gpu_type, const GangShape& gang) const {
-  // Unit name of a node at this scope; nodes outside any unit cannot host a gang
-  // that asked for that scope.
-  auto unit_of = [&](const GpuNode& n) -> std::string {
-    switch (scope) {
-      case Locality::node: return n.name;
-      case Locality::nvlink_domain: return n.nvlink_domain;
-      case Locality::switch_scope: return n.leaf_switch;
-      case Locality::any: return "cluster";
-    }
-    return "";
-  };
+  // Nodes outside any unit of the scope cannot host a gang that asked for it; a
+  // node under a leaf and a spine counts for both.
   struct Tally {
     uint32_t gpus = 0;        // GPUs of the type on nodes that can take their share
     uint32_t nodes = 0;       // such nodes
@@ -235,11 +256,11 @@ ScopeFit Cluster::best_fit(Locality scope, std::string_view gpu_type, const Gang
   for (const auto& n : nodes_) {
     if (n.gpus == 0 || (!gpu_type.empty() && n.gpu_type != gpu_type)) continue;
     if (gang.gpus_per_node > 0 && n.gpus < gang.gpus_per_node) continue;
-    const std::string unit = unit_of(n);
-    if (unit.empty()) continue;
-    Tally& t = units[unit];
-    t.gpus += n.gpus;
-    t.nodes += 1;
+    for (const std::string& unit : units_of(n, scope)) {
+      Tally& t = units[unit];
+      t.gpus += n.gpus;
+      t.nodes += 1;
+    }
   }
   const uint32_t need_gpus = gang.gpus_per_node > 0 ? gang.gpus_per_node * gang.nodes : gang.total_gpus;
   // A one-node scope holds one node whatever the gang asks for.

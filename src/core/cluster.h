@@ -40,6 +40,19 @@ struct Team {
   std::map<std::string, uint32_t> gpu_quota;  // gpu_type -> guaranteed GPUs
 };
 
+// What Slurm says of a node's condition, as a shell (node_record_t) or the tool
+// (node_info_t) reads it.
+struct NodeCondition {
+  bool down = false;
+  bool drained = false;         // DRAIN flag, draining or drained
+  bool failing = false;         // FAIL flag
+  bool not_responding = false;  // NO_RESPOND flag
+  bool not_yet_up = false;      // FUTURE or UNKNOWN: never registered since slurmctld started
+};
+// The one definition of a node mlsched may place a job on, count free GPUs on, or
+// preempt for: select, preempt and `mlsched why`/`top` all use it.
+bool usable_node(const NodeCondition& c);
+
 // A node's live state at one moment (a snapshot taken under slurmctld's locks, or
 // read by the tool from slurm_load_node). Kept parallel to Cluster::nodes().
 struct NodeState {
@@ -125,6 +138,10 @@ class Cluster {
   std::optional<std::string> canonical_gpu_type(std::string_view type) const;
   bool has_nvlink_domains() const;
   bool has_switches() const;
+  // The units of `scope` a node belongs to, narrowest first: its name, its NVLink
+  // domain, every switch above it (leaf first, then each upper level), "cluster".
+  // The one definition job_submit (best_fit), why and placement's scopes agree on.
+  std::vector<std::string> units_of(const GpuNode& n, Locality scope) const;
   uint32_t total_gpus(std::string_view gpu_type) const;
 
   // Best single unit of `scope` for a gang of one GPU type.

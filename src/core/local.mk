@@ -8,6 +8,7 @@ src_core_libmlsched_core_la_SOURCES = \
 	src/core/config.h src/core/config.cc \
 	src/core/cluster.h src/core/cluster.cc \
 	src/core/directives.h src/core/directives.cc \
+	src/core/job_record.h src/core/job_record.cc \
 	src/core/submit.h src/core/submit.cc \
 	src/core/placement.h src/core/placement.cc \
 	src/core/fairshare.h src/core/fairshare.cc \

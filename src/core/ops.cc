@@ -8,10 +8,16 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "core/fairshare.h"
 #include "core/text.h"
 #include "core/why.h"
 
 namespace mlsched {
+
+uint32_t pending_gpus(std::string_view tres_req) {
+  // total() already counts the untyped GPUs.
+  return gpu_counts_from_tres(tres_req).total();
+}
 
 namespace {
 

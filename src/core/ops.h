@@ -7,6 +7,7 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cluster.h"
@@ -35,6 +36,9 @@ struct OpsPendingJob {
   uint32_t gpus = 0;
   uint32_t restarts = 0;
 };
+// GPUs a pending job asks for, from Slurm's tres_req_str ("cpu=2,gres/gpu=4" or
+// "gres/gpu=8,gres/gpu:h100=8"): one count whether or not a type is named.
+uint32_t pending_gpus(std::string_view tres_req);
 
 // A team's row of sshare (as priority/mlsched publishes it).
 struct TeamShareInfo {

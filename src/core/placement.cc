@@ -118,16 +118,6 @@ Fit fit_unit(const Cluster& cluster, const ClusterState& state, const std::vecto
 
 uint32_t gang_gpus(const GangShape& g) { return g.gpus_per_node > 0 ? g.gpus_per_node * g.nodes : g.total_gpus; }
 
-std::string scope_phrase(Locality l) {
-  switch (l) {
-    case Locality::node: return "one node";
-    case Locality::nvlink_domain: return "one NVLink domain";
-    case Locality::switch_scope: return "one switch";
-    case Locality::any: return "the cluster";
-  }
-  return "";
-}
-
 std::string gang_phrase(const GangShape& g, const std::string& type) {
   std::string s = std::to_string(gang_gpus(g)) + (type.empty() ? "" : " " + type) + " GPUs";
   if (g.gpus_per_node > 0 && g.nodes > 1)
@@ -322,6 +312,12 @@ Fragmentation measure_fragmentation(const Cluster& cluster, const ClusterState& 
     f.domain_index = domains.empty() ? f.node_index : 1.0 - static_cast<double>(free_in_idle_domains) / f.free_gpus;
   }
   return f;
+}
+
+std::string select_reason_of(std::string_view system_comment) {
+  const std::string_view prefix = kSelectReasonPrefix;
+  if (system_comment.substr(0, prefix.size()) != prefix) return "";
+  return std::string(system_comment.substr(prefix.size()));
 }
 
 }  // namespace mlsched

@@ -54,6 +54,13 @@ struct PlacementShortfall {
   uint32_t best_unit_nodes = 0;
 };
 
+// select/mlsched records PlacementPlan::reason on a job it cannot place as the
+// job's SystemComment, after this prefix; `mlsched why` reads it back from there.
+inline constexpr const char* kSelectReasonPrefix = "mlsched: ";
+// The reason select recorded, from a SystemComment ("" when it holds none:
+// empty, or an admin's own comment).
+std::string select_reason_of(std::string_view system_comment);
+
 struct PlacementPlan {
   std::vector<PlacementCandidate> candidates;  // in order of preference
   std::vector<PlacementShortfall> shortfalls;  // filled when `candidates` is empty

@@ -6,6 +6,7 @@
 
 #include "core/checkpoint.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/text.h"
 
 namespace mlsched {
@@ -78,10 +79,10 @@ const char* borrowing_source_name(BorrowingSource s) {
 }
 
 namespace {
-constexpr const char* kTimesKey = "preempted";
-constexpr const char* kAtKey = "preempted-at";
-constexpr const char* kByKey = "preempted-by";
-constexpr const char* kLostKey = "lost-gpu-seconds";
+constexpr std::string_view kTimesKey = mark_key::preempted;
+constexpr std::string_view kAtKey = mark_key::preempted_at;
+constexpr std::string_view kByKey = mark_key::preempted_by;
+constexpr std::string_view kLostKey = mark_key::lost_gpu_seconds;
 
 std::string local_time_text(int64_t t) {
   const time_t tt = static_cast<time_t>(t);
@@ -106,7 +107,11 @@ PreemptionHistory preemption_history(std::string_view admin_comment) {
   PreemptionHistory h;
   if (auto v = stored_token(admin_comment, kTimesKey))
     if (auto n = parse_uint(*v)) h.times = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
-  if (auto v = stored_token(admin_comment, kAtKey)) h.last_at = parse_local_time(*v);
+  if (auto v = stored_token(admin_comment, mark_key::preempted_at_utc)) {
+    if (auto n = parse_uint(*v)) h.last_at = static_cast<int64_t>(*n);
+  } else if (auto t = stored_token(admin_comment, kAtKey)) {
+    h.last_at = parse_local_time(*t);  // written before preempted-at-utc existed
+  }
   if (auto v = stored_token(admin_comment, kByKey))
     if (auto n = parse_uint(*v)) h.last_by = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
   if (auto v = stored_token(admin_comment, kLostKey))
@@ -124,6 +129,7 @@ std::string with_preemption_recorded(std::string_view admin_comment, uint32_t pr
   text = with_stored_token(text, kByKey, preemptor_job_id ? std::optional<std::string>(std::to_string(preemptor_job_id))
                                                           : std::nullopt);
   text = with_stored_token(text, kLostKey, std::to_string(std::llround(lost)));
+  text = with_stored_token(text, mark_key::preempted_at_utc, std::to_string(at));
   return text;
 }
 

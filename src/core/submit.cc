@@ -79,16 +79,6 @@ std::string describe_gang(const GangShape& g) {
   return std::to_string(total) + " GPU" + (total == 1 ? "" : "s");
 }
 
-std::string scope_words(Locality l) {
-  switch (l) {
-    case Locality::node: return "one node";
-    case Locality::nvlink_domain: return "one NVLink domain";
-    case Locality::switch_scope: return "one switch";
-    case Locality::any: return "the cluster";
-  }
-  return "";
-}
-
 // Which key names a value in messages: the user's directive, or the admin default.
 std::string origin_of(const JobDirectives& d, const std::string& key, const std::string& value) {
   if (d.was_given(key)) return key + "=" + value;
@@ -144,8 +134,8 @@ void check_locality(const JobDirectives& d, const GangShape& gang, const std::ve
       largest.push_back(std::to_string(f.unit_gpus) + " " + t + " GPUs (" + f.unit + ")");
   }
   std::string msg = loc + (strict ? " locality-mode=strict" : "") + ": the job needs " + describe_gang(gang) +
-                    " in " + scope_words(d.locality) + ", but ";
-  if (largest.empty()) msg += "no " + scope_words(d.locality) + " has " + join(types, " or ") + " GPUs";
+                    " in " + scope_phrase(d.locality) + ", but ";
+  if (largest.empty()) msg += "no " + scope_phrase(d.locality) + " has " + join(types, " or ") + " GPUs";
   else msg += "the largest has " + join(largest, ", ");
   if (strict) msg += "; ask for fewer GPUs, or use locality-mode=prefer to let it spread";
   problem(msg);
@@ -159,6 +149,27 @@ GpuRequest read_gpu_request(const JobRequest& req) {
   g.per_job = gpu_count(req.tres_per_job, g.types);
   g.per_task = gpu_count(req.tres_per_task, g.types);
   g.per_socket = gpu_count(req.tres_per_socket, g.types);
+  return g;
+}
+
+GangRequest gang_request(const GpuRequest& gpus, uint32_t nodes, uint32_t tasks,
+                         const std::optional<JobDirectives>& directives) {
+  GangRequest g;
+  g.request.gang.nodes = std::max<uint32_t>(1, nodes);
+  if (gpus.per_node) {
+    g.request.gang.gpus_per_node = gpus.per_node;
+    g.placed_by_mlsched = true;
+  } else if (gpus.per_job) {
+    g.request.gang.total_gpus = gpus.per_job;
+    g.placed_by_mlsched = true;
+  } else if (gpus.per_task) {
+    g.request.gang.total_gpus = gpus.per_task * std::max<uint32_t>(1, tasks);
+  }
+  g.request.gpu_types = directives && !directives->gpu_types.empty() ? directives->gpu_types : gpus.types;
+  if (directives) {
+    g.request.locality = directives->locality;
+    g.request.mode = directives->locality_mode;
+  }
   return g;
 }
 

@@ -10,6 +10,7 @@
 #include "core/cluster.h"
 #include "core/config.h"
 #include "core/directives.h"
+#include "core/placement.h"
 
 namespace mlsched {
 
@@ -48,6 +49,19 @@ struct GpuRequest {
 };
 // Throws std::invalid_argument on TRES text it cannot read.
 GpuRequest read_gpu_request(const JobRequest& req);
+
+// A job's normalized gang request, the one select/mlsched places and `mlsched why`
+// explains: nodes x GPUs per node, or GPUs in all (per job, or per task x tasks);
+// the acceptable types (the directives' gpu-type, else the types its TRES names);
+// the locality from its directives.
+struct GangRequest {
+  PlacementRequest request;
+  // Per-node or per-job GPUs: select/mlsched places it. Per-task and per-socket GPU
+  // jobs are left to cons_tres as they are (why still counts per-task GPUs).
+  bool placed_by_mlsched = false;
+};
+GangRequest gang_request(const GpuRequest& gpus, uint32_t nodes, uint32_t tasks,
+                         const std::optional<JobDirectives>& directives);
 
 // Rewrites every gpu item of a TRES list to the given type ("gres:gpu:8" ->
 // "gres:gpu:h100:8"); other items are left as they are.

@@ -18,6 +18,16 @@ const std::vector<std::string>& locality_names() {
 std::string to_string(JobType t) { return job_type_names()[static_cast<int>(t)]; }
 std::string to_string(Locality l) { return locality_names()[static_cast<int>(l)]; }
 std::string to_string(LocalityMode m) { return m == LocalityMode::strict ? "strict" : "prefer"; }
+
+std::string scope_phrase(Locality l) {
+  switch (l) {
+    case Locality::node: return "one node";
+    case Locality::nvlink_domain: return "one NVLink domain";
+    case Locality::switch_scope: return "one switch";
+    case Locality::any: return "the cluster";
+  }
+  return "";
+}
 std::string to_string(PreemptiblePolicy p) {
   switch (p) {
     case PreemptiblePolicy::yes: return "yes";

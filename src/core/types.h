@@ -23,6 +23,9 @@ enum class PreemptiblePolicy { yes, no, required };
 std::string to_string(JobType t);
 std::string to_string(Locality l);
 std::string to_string(LocalityMode m);
+// The scope in users' words, for messages: "one node", "one NVLink domain",
+// "one switch", "the cluster".
+std::string scope_phrase(Locality l);
 std::string to_string(PreemptiblePolicy p);
 
 std::optional<JobType> parse_job_type(std::string_view s);

@@ -188,14 +188,10 @@ std::string format_duration(long long s) {
 
 namespace {
 
-std::string unit_of(const GpuNode& n, Locality scope) {
-  switch (scope) {
-    case Locality::node: return n.name;
-    case Locality::nvlink_domain: return n.nvlink_domain;
-    case Locality::switch_scope: return n.leaf_switch;
-    case Locality::any: return "cluster";
-  }
-  return "";
+// The narrowest unit of a scope a node is in ("" when none): for switches its leaf.
+std::string narrowest_unit(const Cluster& cluster, const GpuNode& n, Locality scope) {
+  const auto units = cluster.units_of(n, scope);
+  return units.empty() ? std::string() : units.front();
 }
 
 std::string scope_word(Locality scope) { return scope == Locality::any ? "cluster" : to_string(scope); }
@@ -206,8 +202,7 @@ std::map<std::string, std::vector<size_t>> units(const Cluster& cluster, Localit
   const auto& nodes = cluster.nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (nodes[i].gpus == 0 || nodes[i].gpu_type != type) continue;
-    const std::string u = unit_of(nodes[i], scope);
-    if (!u.empty()) out[u].push_back(i);
+    for (const std::string& u : cluster.units_of(nodes[i], scope)) out[u].push_back(i);
   }
   return out;
 }
@@ -291,34 +286,51 @@ FitNow fit_now(const Cluster& cluster, const ClusterState& state, Locality scope
   return out;
 }
 
-WhyReport explain(const JobFacts& job, const Snapshot& snap) {
-  WhyReport rep;
+void compare_with_select(const JobFacts& job, const Snapshot& snap, WhyReport& rep) {
+  PlacementRequest request;
+  request.gang = job.request.gang;
+  request.gpu_types = job.request.gpu_types;
+  request.locality = job.request.locality;
+  request.mode = job.request.locality_mode;
+  // Select sees Slurm's bitmap for the job (partition, features); the tool sees
+  // every node, and the snapshot's usable flags rule out the rest.
+  const std::vector<bool> eligible(snap.cluster->nodes().size(), true);
+  const PlacementPlan plan = plan_placement(*snap.cluster, snap.state, eligible, request);
+  rep.placement_now = plan.candidates.empty()
+                          ? (plan.reason.empty() ? "no placement in the allowed topology scope" : plan.reason)
+                          : "";
+  rep.select_differs = !job.select_reason.empty() && job.select_reason != rep.placement_now;
+}
+
+namespace {
+
+// Running: where its GPUs are, with their NVLink neighbourhood.
+void explain_placement(const JobFacts& job, const Snapshot& snap, WhyReport& rep) {
   const Cluster& cluster = *snap.cluster;
-  const GpuNeed& req = job.request;
-  const std::string& sr = job.slurm_reason;
-
-  const bool running = job.state == "RUNNING" || job.state == "SUSPENDED";
-  if (running) {
-    for (const auto& [node, idx] : job.gpus_by_node) {
-      PlacedGpus p;
-      p.node = node;
-      p.gpus = idx;
-      if (const GpuNode* n = cluster.find_node(node)) {
-        p.nvlink_domain = n->nvlink_domain;
-        p.leaf_switch = n->leaf_switch;
-      }
-      auto c = snap.node_cliques.find(node);
-      if (c != snap.node_cliques.end())
-        for (const auto& clique : c->second) {
-          std::vector<int> mine;
-          for (int g : idx)
-            if (std::find(clique.begin(), clique.end(), g) != clique.end()) mine.push_back(g);
-          if (!mine.empty()) p.cliques.push_back(mine);
-        }
-      rep.placement.push_back(std::move(p));
+  for (const auto& [node, idx] : job.gpus_by_node) {
+    PlacedGpus p;
+    p.node = node;
+    p.gpus = idx;
+    if (const GpuNode* n = cluster.find_node(node)) {
+      p.nvlink_domain = n->nvlink_domain;
+      p.leaf_switch = n->leaf_switch;
     }
+    auto c = snap.node_cliques.find(node);
+    if (c != snap.node_cliques.end())
+      for (const auto& clique : c->second) {
+        std::vector<int> mine;
+        for (int g : idx)
+          if (std::find(clique.begin(), clique.end(), g) != clique.end()) mine.push_back(g);
+        if (!mine.empty()) p.cliques.push_back(mine);
+      }
+    rep.placement.push_back(std::move(p));
   }
+}
 
+// Holds, dependencies, --begin and unreadable directives. Returns when the last
+// upstream job may end (0: none known), for the ETA.
+time_t explain_holds_and_dependencies(const JobFacts& job, const Snapshot& snap, WhyReport& rep) {
+  const std::string& sr = job.slurm_reason;
   if (sr == "JobHeldUser") rep.findings.push_back({wr::kHeldByUser, "held by its owner; `scontrol release " + std::to_string(job.job_id) + "` lets it start"});
   if (sr == "JobHeldAdmin") rep.findings.push_back({wr::kHeldByAdmin, "held by an administrator (priority 0); ask them to release it"});
 
@@ -357,244 +369,267 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   if (!job.directives && starts_with(lowercase(trim(job.admin_comment)), kStoredPrefix) && has_directive_key())
     rep.findings.push_back({wr::kBadDirectives, "the stored directives cannot be read: '" + job.admin_comment + "'"});
 
-  // Resources, per acceptable GPU type present in the cluster.
-  std::vector<std::string> present, missing;
+  return upstream_end;
+}
+
+// The acceptable GPU types the cluster has (`present`) and those it lacks.
+void gpu_types_of(const JobFacts& job, const Cluster& cluster, std::vector<std::string>& present,
+                  std::vector<std::string>& missing) {
+  const GpuNeed& req = job.request;
   if (req.gpu_types.empty()) present = cluster.gpu_types();
   for (const auto& t : req.gpu_types) {
     if (auto c = cluster.canonical_gpu_type(t)) present.push_back(*c);
     else missing.push_back(t);
   }
-  rep.need = req.total_gpus() ? need_text(req, req.gpu_types) : "no GPUs";
-  const uint32_t need = req.total_gpus();
 
-  // The team against its guarantee, for the type the job uses (running) or would
-  // get first (pending), the way the plugins count it (core/priority.h Quotas).
-  {
-    TeamReport& t = rep.team;
-    t.team = job.account;
-    if (running) {
-      for (const auto& [node, idx] : job.gpus_by_node) {
-        t.job_gpus += static_cast<uint32_t>(idx.size());
-        const GpuNode* n = cluster.find_node(node);
-        if (n && t.gpu_type.empty()) t.gpu_type = lowercase(n->gpu_type);
+}
+
+// The team against its guarantee, for the type the job uses (running) or would
+// get first (pending), the way the plugins count it (core/priority.h Quotas).
+void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present, WhyReport& rep) {
+  const Cluster& cluster = *snap.cluster;
+  const GpuNeed& req = job.request;
+  const uint32_t need = req.total_gpus();
+  const bool running = job.state == "RUNNING" || job.state == "SUSPENDED";
+  TeamReport& t = rep.team;
+  t.team = job.account;
+  if (running) {
+    for (const auto& [node, idx] : job.gpus_by_node) {
+      t.job_gpus += static_cast<uint32_t>(idx.size());
+      const GpuNode* n = cluster.find_node(node);
+      if (n && t.gpu_type.empty()) t.gpu_type = lowercase(n->gpu_type);
+    }
+  } else {
+    t.job_gpus = need;
+    // A job that names one type is counted against that type; one that names
+    // several or none is counted against all types together, as the plugins do.
+    if (req.gpu_types.size() == 1 && present.size() == 1) t.gpu_type = lowercase(present[0]);
+  }
+  auto v = snap.teams.find(job.account);
+  if (v != snap.teams.end()) {
+    t.known = true;
+    t.view = v->second;
+    auto sum = [&](const std::map<std::string, uint32_t>& m) {
+      if (!t.gpu_type.empty()) {
+        auto it = m.find(t.gpu_type);
+        return it == m.end() ? 0u : it->second;
       }
+      uint32_t total = 0;
+      for (const auto& [type, n] : m) total += n;
+      return total;
+    };
+    t.holds = sum(t.view.in_use);
+    t.guaranteed = sum(t.view.guaranteed);
+  }
+  if (running) {
+    if (job.borrowing_mark && (*job.borrowing_mark == "yes" || *job.borrowing_mark == "no")) {
+      t.job_borrows = *job.borrowing_mark == "yes";
+      t.borrowing_from = "priority/mlsched's mark";
+    } else if (t.known) {
+      t.job_borrows = t.holds > t.guaranteed;
+      t.borrowing_from = "estimate: the team holds more than its guarantee";
+    }
+  } else if (t.known && need > 0) {
+    t.job_borrows = static_cast<uint64_t>(t.holds) + need > t.guaranteed;
+    if (t.job_borrows && job.state == "PENDING") {
+      const std::string type = t.gpu_type.empty() ? std::string("GPUs") : t.gpu_type;
+      rep.findings.push_back(
+          {wr::kTeamBeyondQuota,
+           "team " + t.team + " holds " + std::to_string(t.holds) + " " + type + " of the " +
+               std::to_string(t.guaranteed) + " it is guaranteed; this job's " + std::to_string(need) +
+               " would be borrowed: no quota priority, and preemptible by a team within its quota"});
+    }
+  }
+}
+
+// Free GPUs against the need, per type and scope: shortfalls, fragmentation,
+// counterfactuals, the running jobs in the way and the ETA. Returns whether the job
+// fits now. Long (~170 lines) because its parts share the per-type fit results;
+// splitting it further would pass most of its locals around.
+bool explain_resources(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present,
+                       const std::vector<std::string>& missing, time_t upstream_end, WhyReport& rep) {
+  const Cluster& cluster = *snap.cluster;
+  const GpuNeed& req = job.request;
+  const uint32_t need = req.total_gpus();
+  const bool strict = req.locality_mode == LocalityMode::strict;
+  bool fits_now = need == 0;
+  if (need == 0) return fits_now;
+  if (!missing.empty())
+    rep.findings.push_back({wr::kGpuTypeNotInCluster, "no node has " + join(missing, ", ") + " GPUs; the cluster has " +
+                                                           join(cluster.gpu_types(), ", ")});
+  std::vector<std::string> short_of, fragmented, too_narrow;
+  uint32_t unusable_nodes = 0, unusable_gpus = 0;
+  std::vector<std::string> unusable_names;
+  for (const auto& type : present) {
+    uint32_t free = 0, total = 0;
+    const auto& nodes = cluster.nodes();
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      if (nodes[i].gpu_type != type) continue;
+      total += nodes[i].gpus;
+      free += free_on(snap.state, i);
+      if (i < snap.state.size() && !snap.state[i].usable) {
+        ++unusable_nodes;
+        unusable_gpus += nodes[i].gpus;
+        unusable_names.push_back(nodes[i].name);
+      }
+    }
+    const FitNow in_scope = fit_now(cluster, snap.state, req.locality, type, req.gang);
+    const FitNow anywhere = fit_now(cluster, snap.state, Locality::any, type, req.gang);
+    if (in_scope.fits || (!strict && anywhere.fits)) {
+      fits_now = true;
+      continue;
+    }
+    if (free < need) {
+      short_of.push_back(std::to_string(free) + " of " + std::to_string(total) + " " + type + " free");
+    } else if (!anywhere.fits) {
+      std::string shape = req.gang.gpus_per_node
+                              ? "no " + std::to_string(req.gang.nodes) + " node" + (req.gang.nodes > 1 ? "s" : "") +
+                                    " with " + std::to_string(req.gang.gpus_per_node) + " free each"
+                              : "not on " + std::to_string(req.gang.nodes) + " node(s)";
+      fragmented.push_back(std::to_string(free) + " " + type + " free in total (needs " + std::to_string(need) + ") but " + shape);
     } else {
-      t.job_gpus = need;
-      // A job that names one type is counted against that type; one that names
-      // several or none is counted against all types together, as the plugins do.
-      if (req.gpu_types.size() == 1 && present.size() == 1) t.gpu_type = lowercase(present[0]);
+      too_narrow.push_back("no single " + scope_word(req.locality) + " can take " + std::to_string(need) + " " + type +
+                           " now (best: " + in_scope.unit + " with " + std::to_string(in_scope.free_in_unit) +
+                           " free)");
     }
-    auto v = snap.teams.find(job.account);
-    if (v != snap.teams.end()) {
-      t.known = true;
-      t.view = v->second;
-      auto sum = [&](const std::map<std::string, uint32_t>& m) {
-        if (!t.gpu_type.empty()) {
-          auto it = m.find(t.gpu_type);
-          return it == m.end() ? 0u : it->second;
+  }
+  if (!fits_now) {
+    if (!short_of.empty() && fragmented.empty() && too_narrow.empty())
+      rep.findings.push_back({wr::kNotEnoughFreeGpus, "needs " + std::to_string(need) + "; " + join(short_of, ", ")});
+    else if (!short_of.empty())
+      rep.findings.push_back({wr::kNotEnoughFreeGpus, join(short_of, ", ") + " (needs " + std::to_string(need) + ")"});
+    if (!fragmented.empty()) rep.findings.push_back({wr::kFreeGpusFragmented, join(fragmented, "; ")});
+    if (!too_narrow.empty())
+      rep.findings.push_back({wr::kStrictLocality, join(too_narrow, "; ") + " and locality-mode=strict forbids running wider"});
+  }
+  if (unusable_nodes > 0)
+    rep.findings.push_back({wr::kGpuNodesUnavailable, std::to_string(unusable_nodes) + " node(s) with " +
+                                                          std::to_string(unusable_gpus) + " GPUs are down or drained (" +
+                                                          join(unusable_names, ",") + ")"});
+
+  // Free GPUs per unit, for the screen.
+  for (const auto& type : present) {
+    std::vector<Locality> scopes;
+    if (cluster.has_nvlink_domains()) scopes.push_back(Locality::nvlink_domain);
+    if (cluster.has_switches()) scopes.push_back(Locality::switch_scope);
+    scopes.push_back(Locality::any);
+    for (Locality scope : scopes) {
+      for (const auto& [name, members] : units(cluster, scope, type)) {
+        UnitUse u{scope_word(scope), name, type, 0, 0, 0};
+        for (size_t i : members) {
+          u.total += cluster.nodes()[i].gpus;
+          u.free += free_on(snap.state, i);
+          if (i < snap.state.size() && !snap.state[i].usable) u.unusable += cluster.nodes()[i].gpus;
         }
-        uint32_t total = 0;
-        for (const auto& [type, n] : m) total += n;
-        return total;
-      };
-      t.holds = sum(t.view.in_use);
-      t.guaranteed = sum(t.view.guaranteed);
-    }
-    if (running) {
-      if (job.borrowing_mark && (*job.borrowing_mark == "yes" || *job.borrowing_mark == "no")) {
-        t.job_borrows = *job.borrowing_mark == "yes";
-        t.borrowing_from = "priority/mlsched's mark";
-      } else if (t.known) {
-        t.job_borrows = t.holds > t.guaranteed;
-        t.borrowing_from = "estimate: the team holds more than its guarantee";
-      }
-    } else if (t.known && need > 0) {
-      t.job_borrows = static_cast<uint64_t>(t.holds) + need > t.guaranteed;
-      if (t.job_borrows && job.state == "PENDING") {
-        const std::string type = t.gpu_type.empty() ? std::string("GPUs") : t.gpu_type;
-        rep.findings.push_back(
-            {wr::kTeamBeyondQuota,
-             "team " + t.team + " holds " + std::to_string(t.holds) + " " + type + " of the " +
-                 std::to_string(t.guaranteed) + " it is guaranteed; this job's " + std::to_string(need) +
-                 " would be borrowed: no quota priority, and preemptible by a team within its quota"});
+        rep.free.push_back(u);
       }
     }
   }
-  const bool strict = req.locality_mode == LocalityMode::strict;
-  bool fits_now = need == 0;
-  if (need > 0) {
-    if (!missing.empty())
-      rep.findings.push_back({wr::kGpuTypeNotInCluster, "no node has " + join(missing, ", ") + " GPUs; the cluster has " +
-                                                             join(cluster.gpu_types(), ", ")});
-    std::vector<std::string> short_of, fragmented, too_narrow;
-    uint32_t unusable_nodes = 0, unusable_gpus = 0;
-    std::vector<std::string> unusable_names;
+
+  // Counterfactuals, each computed on the same snapshot.
+  if (!fits_now) {
     for (const auto& type : present) {
-      uint32_t free = 0, total = 0;
-      const auto& nodes = cluster.nodes();
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (nodes[i].gpu_type != type) continue;
-        total += nodes[i].gpus;
-        free += free_on(snap.state, i);
-        if (i < snap.state.size() && !snap.state[i].usable) {
-          ++unusable_nodes;
-          unusable_gpus += nodes[i].gpus;
-          unusable_names.push_back(nodes[i].name);
-        }
-      }
-      const FitNow in_scope = fit_now(cluster, snap.state, req.locality, type, req.gang);
+      if (req.locality == Locality::any) break;
       const FitNow anywhere = fit_now(cluster, snap.state, Locality::any, type, req.gang);
-      if (in_scope.fits || (!strict && anywhere.fits)) {
-        fits_now = true;
-        continue;
+      if (!anywhere.fits) continue;
+      uint32_t free = 0;
+      std::set<std::string> spanned;
+      for (const auto& name : anywhere.nodes) {
+        const GpuNode* n = cluster.find_node(name);
+        const auto& nodes = cluster.nodes();
+        const size_t idx = static_cast<size_t>(n - nodes.data());
+        free += free_on(snap.state, idx);
+        spanned.insert(narrowest_unit(cluster, *n, req.locality));
       }
-      if (free < need) {
-        short_of.push_back(std::to_string(free) + " of " + std::to_string(total) + " " + type + " free");
-      } else if (!anywhere.fits) {
-        std::string shape = req.gang.gpus_per_node
-                                ? "no " + std::to_string(req.gang.nodes) + " node" + (req.gang.nodes > 1 ? "s" : "") +
-                                      " with " + std::to_string(req.gang.gpus_per_node) + " free each"
-                                : "not on " + std::to_string(req.gang.nodes) + " node(s)";
-        fragmented.push_back(std::to_string(free) + " " + type + " free in total (needs " + std::to_string(need) + ") but " + shape);
-      } else {
-        too_narrow.push_back("no single " + scope_word(req.locality) + " can take " + std::to_string(need) + " " + type +
-                             " now (best: " + in_scope.unit + " with " + std::to_string(in_scope.free_in_unit) +
-                             " free)");
+      if (strict)
+        rep.counterfactuals.push_back({"locality-mode=prefer", "would fit now: " + std::to_string(free) + " " + type +
+                                                                   " free across " + std::to_string(spanned.size()) + " " +
+                                                                   scope_word(req.locality) + (spanned.size() > 1 ? "s" : "") +
+                                                                   " (" + join(anywhere.nodes, ",") + ")"});
+      // The narrowest wider scope that works, when it is not "any".
+      for (int s = static_cast<int>(req.locality) + 1; s < static_cast<int>(Locality::any); ++s) {
+        const Locality wider = static_cast<Locality>(s);
+        if (wider == Locality::switch_scope && !cluster.has_switches()) continue;
+        const FitNow f = fit_now(cluster, snap.state, wider, type, req.gang);
+        if (f.fits) {
+          rep.counterfactuals.push_back({"locality=" + to_string(wider), "would fit now in " + f.unit + " (" +
+                                                                             std::to_string(f.free_in_unit) + " " + type +
+                                                                             " free there)"});
+          break;
+        }
       }
+      break;
     }
-    if (!fits_now) {
-      if (!short_of.empty() && fragmented.empty() && too_narrow.empty())
-        rep.findings.push_back({wr::kNotEnoughFreeGpus, "needs " + std::to_string(need) + "; " + join(short_of, ", ")});
-      else if (!short_of.empty())
-        rep.findings.push_back({wr::kNotEnoughFreeGpus, join(short_of, ", ") + " (needs " + std::to_string(need) + ")"});
-      if (!fragmented.empty()) rep.findings.push_back({wr::kFreeGpusFragmented, join(fragmented, "; ")});
-      if (!too_narrow.empty())
-        rep.findings.push_back({wr::kStrictLocality, join(too_narrow, "; ") + " and locality-mode=strict forbids running wider"});
+    for (const auto& type : cluster.gpu_types()) {
+      if (std::find(present.begin(), present.end(), type) != present.end()) continue;
+      const FitNow f = fit_now(cluster, snap.state, req.locality, type, req.gang);
+      const FitNow wide = fit_now(cluster, snap.state, Locality::any, type, req.gang);
+      if (f.fits)
+        rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now in " + f.unit + " (" +
+                                                               std::to_string(f.free_in_unit) + " " + type + " free there)"});
+      else if (!strict && wide.fits)
+        rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now across " + join(wide.nodes, ",")});
     }
-    if (unusable_nodes > 0)
-      rep.findings.push_back({wr::kGpuNodesUnavailable, std::to_string(unusable_nodes) + " node(s) with " +
-                                                            std::to_string(unusable_gpus) + " GPUs are down or drained (" +
-                                                            join(unusable_names, ",") + ")"});
+  }
 
-    // Free GPUs per unit, for the screen.
+  // Who holds the place the job would get first, and when they are due to end.
+  if (!fits_now) {
+    const Locality scope = strict ? req.locality : Locality::any;
+    time_t best_time = 0;
     for (const auto& type : present) {
-      std::vector<Locality> scopes;
-      if (cluster.has_nvlink_domains()) scopes.push_back(Locality::nvlink_domain);
-      if (cluster.has_switches()) scopes.push_back(Locality::switch_scope);
-      scopes.push_back(Locality::any);
-      for (Locality scope : scopes) {
-        for (const auto& [name, members] : units(cluster, scope, type)) {
-          UnitUse u{scope_word(scope), name, type, 0, 0, 0};
-          for (size_t i : members) {
-            u.total += cluster.nodes()[i].gpus;
-            u.free += free_on(snap.state, i);
-            if (i < snap.state.size() && !snap.state[i].usable) u.unusable += cluster.nodes()[i].gpus;
+      for (const auto& [name, members] : units(cluster, scope, type)) {
+        std::set<std::string> member_names;
+        for (size_t i : members) member_names.insert(cluster.nodes()[i].name);
+        std::vector<Blocker> holders;
+        for (const auto& rj : snap.running) {
+          Blocker b{rj, 0};
+          for (const auto& [node, idx] : rj.gpus_by_node)
+            if (member_names.count(node)) b.gpus += static_cast<uint32_t>(idx.size());
+          if (b.gpus) holders.push_back(b);
+        }
+        std::stable_sort(holders.begin(), holders.end(), [](const Blocker& a, const Blocker& b) {
+          const time_t ea = a.job.expected_end ? a.job.expected_end : INT64_MAX;
+          const time_t eb = b.job.expected_end ? b.job.expected_end : INT64_MAX;
+          return ea != eb ? ea < eb : a.job.job_id < b.job.job_id;
+        });
+        ClusterState state = snap.state;
+        std::vector<Blocker> released;
+        bool fits = false;
+        time_t when = 0;
+        for (const auto& h : holders) {
+          if (!h.job.expected_end) break;  // never ends by itself
+          for (const auto& [node, idx] : h.job.gpus_by_node) {
+            const GpuNode* n = cluster.find_node(node);
+            if (!n) continue;
+            auto& ns = state[static_cast<size_t>(n - cluster.nodes().data())];
+            for (int g : idx)
+              if (g >= 0 && static_cast<size_t>(g) < ns.gpu_busy.size()) ns.gpu_busy[g] = false;
           }
-          rep.free.push_back(u);
-        }
-      }
-    }
-
-    // Counterfactuals, each computed on the same snapshot.
-    if (!fits_now) {
-      for (const auto& type : present) {
-        if (req.locality == Locality::any) break;
-        const FitNow anywhere = fit_now(cluster, snap.state, Locality::any, type, req.gang);
-        if (!anywhere.fits) continue;
-        uint32_t free = 0;
-        std::set<std::string> spanned;
-        for (const auto& name : anywhere.nodes) {
-          const GpuNode* n = cluster.find_node(name);
-          const auto& nodes = cluster.nodes();
-          const size_t idx = static_cast<size_t>(n - nodes.data());
-          free += free_on(snap.state, idx);
-          spanned.insert(unit_of(*n, req.locality));
-        }
-        if (strict)
-          rep.counterfactuals.push_back({"locality-mode=prefer", "would fit now: " + std::to_string(free) + " " + type +
-                                                                     " free across " + std::to_string(spanned.size()) + " " +
-                                                                     scope_word(req.locality) + (spanned.size() > 1 ? "s" : "") +
-                                                                     " (" + join(anywhere.nodes, ",") + ")"});
-        // The narrowest wider scope that works, when it is not "any".
-        for (int s = static_cast<int>(req.locality) + 1; s < static_cast<int>(Locality::any); ++s) {
-          const Locality wider = static_cast<Locality>(s);
-          if (wider == Locality::switch_scope && !cluster.has_switches()) continue;
-          const FitNow f = fit_now(cluster, snap.state, wider, type, req.gang);
-          if (f.fits) {
-            rep.counterfactuals.push_back({"locality=" + to_string(wider), "would fit now in " + f.unit + " (" +
-                                                                               std::to_string(f.free_in_unit) + " " + type +
-                                                                               " free there)"});
+          released.push_back(h);
+          when = h.job.expected_end;
+          std::vector<bool> only_unit(cluster.nodes().size(), false);
+          for (size_t i : members) only_unit[i] = state[i].usable;
+          if (!place_exactly(cluster, state, only_unit, scope, type, req.gang).candidates.empty()) {
+            fits = true;
             break;
           }
         }
-        break;
-      }
-      for (const auto& type : cluster.gpu_types()) {
-        if (std::find(present.begin(), present.end(), type) != present.end()) continue;
-        const FitNow f = fit_now(cluster, snap.state, req.locality, type, req.gang);
-        const FitNow wide = fit_now(cluster, snap.state, Locality::any, type, req.gang);
-        if (f.fits)
-          rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now in " + f.unit + " (" +
-                                                                 std::to_string(f.free_in_unit) + " " + type + " free there)"});
-        else if (!strict && wide.fits)
-          rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now across " + join(wide.nodes, ",")});
-      }
-    }
-
-    // Who holds the place the job would get first, and when they are due to end.
-    if (!fits_now) {
-      const Locality scope = strict ? req.locality : Locality::any;
-      time_t best_time = 0;
-      for (const auto& type : present) {
-        for (const auto& [name, members] : units(cluster, scope, type)) {
-          std::set<std::string> member_names;
-          for (size_t i : members) member_names.insert(cluster.nodes()[i].name);
-          std::vector<Blocker> holders;
-          for (const auto& rj : snap.running) {
-            Blocker b{rj, 0};
-            for (const auto& [node, idx] : rj.gpus_by_node)
-              if (member_names.count(node)) b.gpus += static_cast<uint32_t>(idx.size());
-            if (b.gpus) holders.push_back(b);
-          }
-          std::stable_sort(holders.begin(), holders.end(), [](const Blocker& a, const Blocker& b) {
-            const time_t ea = a.job.expected_end ? a.job.expected_end : INT64_MAX;
-            const time_t eb = b.job.expected_end ? b.job.expected_end : INT64_MAX;
-            return ea != eb ? ea < eb : a.job.job_id < b.job.job_id;
-          });
-          ClusterState state = snap.state;
-          std::vector<Blocker> released;
-          bool fits = false;
-          time_t when = 0;
-          for (const auto& h : holders) {
-            if (!h.job.expected_end) break;  // never ends by itself
-            for (const auto& [node, idx] : h.job.gpus_by_node) {
-              const GpuNode* n = cluster.find_node(node);
-              if (!n) continue;
-              auto& ns = state[static_cast<size_t>(n - cluster.nodes().data())];
-              for (int g : idx)
-                if (g >= 0 && static_cast<size_t>(g) < ns.gpu_busy.size()) ns.gpu_busy[g] = false;
-            }
-            released.push_back(h);
-            when = h.job.expected_end;
-            std::vector<bool> only_unit(cluster.nodes().size(), false);
-            for (size_t i : members) only_unit[i] = state[i].usable;
-            if (!place_exactly(cluster, state, only_unit, scope, type, req.gang).candidates.empty()) {
-              fits = true;
-              break;
-            }
-          }
-          if (fits && (best_time == 0 || when < best_time)) {
-            best_time = when;
-            rep.blocked_place = name == "cluster" ? "the cluster" : name;
-            rep.blockers = released;
-          }
+        if (fits && (best_time == 0 || when < best_time)) {
+          best_time = when;
+          rep.blocked_place = name == "cluster" ? "the cluster" : name;
+          rep.blockers = released;
         }
       }
-      rep.model_eta = best_time;
-      if (rep.model_eta && upstream_end > rep.model_eta) rep.model_eta = upstream_end;
     }
+    rep.model_eta = best_time;
+    if (rep.model_eta && upstream_end > rep.model_eta) rep.model_eta = upstream_end;
   }
+  return fits_now;
+}
 
+// Rank among pending jobs for the same GPUs, and teams ahead with better fair share.
+void explain_rank(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present, WhyReport& rep) {
+  const GpuNeed& req = job.request;
   // Priority among pending jobs that want the same GPU types.
   std::vector<PendingJob> rivals;
   for (const auto& p : snap.pending) {
@@ -640,6 +675,13 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
                                                            join(names, ", ")});
   }
 
+}
+
+// Slurm's own reason, when it says more than the analysis above; else that
+// nothing blocks it.
+void explain_slurm_reason(const JobFacts& job, bool fits_now, WhyReport& rep) {
+  const std::string& sr = job.slurm_reason;
+  const uint32_t need = job.request.total_gpus();
   // Slurm's own reason, when it says more than the analysis above.
   static const std::set<std::string> covered = {"None", "Resources", "Priority", "Dependency", "JobHeldUser",
                                                 "JobHeldAdmin", "BeginTime", "DependencyNeverSatisfied", ""};
@@ -659,7 +701,10 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
                                                           ? "the GPUs it needs are free now; Slurm should start it within a scheduling cycle"
                                                           : "nothing in mlsched's model blocks it; Slurm should start it within a scheduling cycle"});
 
-  // Listing order: the order of wait_reason_docs().
+}
+
+// Listing order: the order of wait_reason_docs().
+void order_findings(WhyReport& rep) {
   const auto& docs = wait_reason_docs();
   auto order = [&](const Finding& f) {
     for (size_t i = 0; i < docs.size(); ++i)
@@ -668,6 +713,24 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   };
   std::stable_sort(rep.findings.begin(), rep.findings.end(),
                    [&](const Finding& a, const Finding& b) { return order(a) < order(b); });
+}
+
+}  // namespace
+
+// The driver: one function per reason family, in listing order of concern.
+WhyReport explain(const JobFacts& job, const Snapshot& snap) {
+  WhyReport rep;
+  if (job.state == "RUNNING" || job.state == "SUSPENDED") explain_placement(job, snap, rep);
+  const time_t upstream_end = explain_holds_and_dependencies(job, snap, rep);
+  std::vector<std::string> present, missing;
+  gpu_types_of(job, *snap.cluster, present, missing);
+  rep.need = job.request.total_gpus() ? need_text(job.request, job.request.gpu_types) : "no GPUs";
+  explain_team(job, snap, present, rep);
+  const bool fits_now = explain_resources(job, snap, present, missing, upstream_end, rep);
+  explain_rank(job, snap, present, rep);
+  explain_slurm_reason(job, fits_now, rep);
+  order_findings(rep);
+  if (job.state == "PENDING" && job.request.total_gpus() > 0) compare_with_select(job, snap, rep);
   return rep;
 }
 
@@ -706,6 +769,21 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
     snprintf(lost, sizeof lost, "%.0f", h.lost_gpu_seconds);
     s += "; work lost, estimated: " + std::string(lost) + " GPU-seconds in all";
     line(s);
+  }
+
+  if (!job.select_reason.empty())
+    line("  select:     " + job.select_reason +
+         (job.select_evaluated ? " (select/mlsched's view, " + clock(job.select_evaluated) + ")" : " (select/mlsched's view)"));
+  if (job.state == "PENDING" && (!job.select_reason.empty() || !rep.placement_now.empty())) {
+    if (rep.placement_now.empty())
+      line("  now:        the GPUs it needs can be placed now (mlsched why's recomputation, " + clock(now) + ")" +
+           (job.select_reason.empty() ? "" : "; select/mlsched's view above is older"));
+    else
+      line("  now:        " + rep.placement_now + " (mlsched why's recomputation, " + clock(now) + ")" +
+           (job.select_reason.empty() ? ""
+            : rep.select_differs ? "; differs from select/mlsched's view: the cluster changed since, or select "
+                                   "sees other eligible nodes (partition, features)"
+                                 : "; agrees with select/mlsched"));
   }
 
   if (job.state == "RUNNING") {

@@ -126,6 +126,10 @@ struct JobFacts {
   bool checkpoint_reported = false;           // last_checkpoint is what `mlsched ckpt done` reported to
                                               // slurmctld (the job's Comment), not only the directory's record
   std::string checkpoint_note;                // why the checkpoint is unknown, when it is
+  // select/mlsched's reason it could not place the job (select_reason_of its
+  // SystemComment) and when slurmctld last evaluated it (LastSchedEval).
+  std::string select_reason;
+  time_t select_evaluated = 0;
 };
 
 // A team as the priority plugin publishes it (sshare's numbers) and the GPUs it
@@ -225,9 +229,18 @@ struct WhyReport {
   TeamReport team;
   std::vector<std::pair<std::string, TeamView>> teams_ahead;  // teams of `ahead`, other than its own
   std::vector<PlacedGpus> placement;      // running: where its GPUs are
+  // Pending: the reason select/mlsched would record now, from the same
+  // plan_placement on this snapshot ("" when the job fits now), and whether it
+  // differs from the one select recorded (JobFacts::select_reason).
+  std::string placement_now;
+  bool select_differs = false;
 };
 
 WhyReport explain(const JobFacts& job, const Snapshot& snap);
+
+// Recomputes select's placement reason on the snapshot and compares it with the
+// one select recorded; explain() calls it for pending jobs.
+void compare_with_select(const JobFacts& job, const Snapshot& snap, WhyReport& rep);
 
 // One screen for a terminal.
 std::string format_why(const JobFacts& job, const WhyReport& report, time_t now);

@@ -2,11 +2,16 @@
 difference is the point. Shape (etc/cluster/default.shape): gpu01-08 h100 (NVLink
 domains nvl0 = gpu01-04, nvl1 = gpu05-08, switch sw0), gpu09-16 a100 with two 4-GPU
 NVLink cliques per node (nvl2, nvl3, switch sw1)."""
+import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 
+from conftest import REPO
+
+TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 USER, TEAM = "ml-carol", "research"
 DOMAIN = {f"gpu{i:02d}": f"nvl{(i - 1) // 4}" for i in range(1, 17)}
 
@@ -39,6 +44,19 @@ def gpu_idx(cluster, job):
     """{node: "IDX"} from scontrol show job -d."""
     text = cluster.show_job(job, detail=True)
     return dict(re.findall(r"Nodes=(\S+) CPU_IDs=\S+ Mem=\S+ GRES=gpu:\w+:\d+\(IDX:([\d,-]+)\)", text))
+
+
+def recorded_reason(cluster, job, timeout=20):
+    """The SystemComment select/mlsched records on a job it cannot place, once it
+    says what is free (None if it never does within `timeout`)."""
+    deadline = time.time() + timeout
+    reason = None
+    while time.time() < deadline:
+        reason = cluster.job_field(job, "SystemComment")
+        if reason and "free now" in reason:
+            break
+        time.sleep(0.5)
+    return reason
 
 
 @pytest.fixture
@@ -84,16 +102,30 @@ def test_strict_waits_with_reason_prefer_spreads(cluster, clean):
     # rightly keeps later jobs off the nodes it will need.)
     strict = submit(cluster, "-N", "2", "--gres=gpu:8",
                     directives=["gpu-type=h100 locality=nvlink-domain locality-mode=strict"])
-    deadline = time.time() + 20
-    reason = None
-    while time.time() < deadline:
-        reason = cluster.job_field(strict, "SystemComment")
-        if reason and "free now" in reason:
-            break
-        time.sleep(0.5)
+    reason = recorded_reason(cluster, strict)
     assert cluster.job_field(strict, "JobState") == "PENDING"
     assert reason == ("mlsched: needs 16 h100 GPUs (2 nodes x 8) in one NVLink domain; free now: "
                       "h100: 16 free on 2 nodes with room, at most 8 in one NVLink domain (nvl0)"), reason
+
+
+def test_why_agrees_with_select_on_a_strict_gang(cluster, clean):
+    """select/mlsched records why it cannot place a strict gang (its SystemComment);
+    `mlsched why` shows that view with when slurmctld last evaluated the job, beside
+    its own recomputation by the same placement code on the model it builds, and
+    says they agree."""
+    clean(cluster)
+    occupy(cluster, ["gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"])
+    strict = submit(cluster, "-N", "2", "--gres=gpu:8",
+                    directives=["gpu-type=h100 locality=nvlink-domain locality-mode=strict"])
+    reason = recorded_reason(cluster, strict)
+    assert reason and reason.startswith("mlsched: needs 16 h100 GPUs"), reason
+    select_view = reason[len("mlsched: "):]
+    res = cluster.run([str(TOOL), "why", strict], user=USER)
+    assert res.rc == 0, res
+    assert f"  select:     {select_view} (select/mlsched's view, " in res.out, res.out
+    assert (f"  now:        {select_view} (mlsched why's recomputation, " in res.out and
+            "; agrees with select/mlsched" in res.out), res.out
+    assert cluster.job_field(strict, "JobState") == "PENDING"
 
 
 def test_gpu_type_list_takes_a100_when_no_h100_can_start_it(cluster, clean):

@@ -81,6 +81,20 @@ START_TEST(best_fit_by_scope) {
 }
 END_TEST
 
+// One definition of a usable node for select, preempt and the tool.
+START_TEST(usable_node_is_up_and_schedulable) {
+  ck_assert(usable_node(NodeCondition{}));
+  // Any one of Slurm's conditions makes a node unusable.
+  bool NodeCondition::*const flags[] = {&NodeCondition::down, &NodeCondition::drained, &NodeCondition::failing,
+                                        &NodeCondition::not_responding, &NodeCondition::not_yet_up};
+  for (auto flag : flags) {
+    NodeCondition c;
+    c.*flag = true;
+    ck_assert(!usable_node(c));
+  }
+}
+END_TEST
+
 Suite* cluster_suite() {
   Suite* s = suite_create("cluster");
   TCase* tc = tcase_create("model");
@@ -88,6 +102,7 @@ Suite* cluster_suite() {
   tcase_add_test(tc, cliques_from_link_matrix);
   tcase_add_test(tc, model_queries);
   tcase_add_test(tc, best_fit_by_scope);
+  tcase_add_test(tc, usable_node_is_up_and_schedulable);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,6 +1,7 @@
 #include <csignal>
 
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "suites.h"
 
 using namespace mlsched;
@@ -162,6 +163,26 @@ START_TEST(hetjob_components_take_their_own_lines) {
 }
 END_TEST
 
+// One table of what mlsched stores on a job: no mark may share a name with a
+// directive (parse_stored_directives would read it as one), and the priority
+// plugin's marks read back typed from the text it writes.
+START_TEST(marks_have_one_table_apart_from_directives) {
+  for (std::string_view m : mark_keys())
+    for (const auto& d : directive_keys()) ck_assert_msg(m != d, "mark %s is also a directive", d.c_str());
+  std::string text = "mlsched: type=training checkpoint-interval=600; site note";
+  text = with_stored_token(text, mark_key::attained_gpu_seconds, std::string("5400"));
+  text = with_stored_token(text, mark_key::first_submit, std::string("1764770000"));
+  text = with_stored_token(text, mark_key::borrowing, std::string("yes"));
+  const JobMarks m = read_marks(text);
+  ck_assert_double_eq(m.attained_gpu_seconds, 5400);
+  ck_assert_int_eq(m.first_submit, 1764770000);
+  ck_assert_str_eq(m.borrowing.value().c_str(), "yes");
+  ck_assert_uint_eq(parse_stored_directives(text)->checkpoint_interval, 600);
+  const JobMarks none = read_marks("");
+  ck_assert(!none.borrowing && none.attained_gpu_seconds == 0 && none.first_submit == 0);
+}
+END_TEST
+
 Suite* directives_suite() {
   Suite* s = suite_create("directives");
   TCase* tc = tcase_create("directives");
@@ -174,6 +195,7 @@ Suite* directives_suite() {
   tcase_add_test(tc, grace_is_capped_with_a_note);
   tcase_add_test(tc, stored_form_round_trips);
   tcase_add_test(tc, hetjob_components_take_their_own_lines);
+  tcase_add_test(tc, marks_have_one_table_apart_from_directives);
   suite_add_tcase(s, tc);
   return s;
 }

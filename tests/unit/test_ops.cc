@@ -316,6 +316,16 @@ START_TEST(job_table_marks_win_over_accounting_and_runs_are_told_apart) {
 }
 END_TEST
 
+// `mlsched top` counts the GPUs a pending job asks for from its tres_req_str; an
+// untyped --gres=gpu:N job asks for N, not 2N.
+START_TEST(pending_gpus_count_untyped_requests_once) {
+  ck_assert_int_eq(pending_gpus("cpu=2,mem=8G,node=1,billing=2,gres/gpu=4"), 4);
+  ck_assert_int_eq(pending_gpus("cpu=8,node=1,gres/gpu=8,gres/gpu:h100=8"), 8);
+  ck_assert_int_eq(pending_gpus("cpu=8,node=2,gres/gpu=12,gres/gpu:h100=8"), 12);
+  ck_assert_int_eq(pending_gpus("cpu=1,mem=1G,node=1"), 0);
+}
+END_TEST
+
 Suite* ops_suite() {
   Suite* s = suite_create("ops");
   TCase* tc = tcase_create("ops");
@@ -329,6 +339,7 @@ Suite* ops_suite() {
   tcase_add_test(tc, interrupted_runs_only_when_accounting_was_read);
   tcase_add_test(tc, preemptions_counted_per_team_apart_from_other_requeues);
   tcase_add_test(tc, job_table_marks_win_over_accounting_and_runs_are_told_apart);
+  tcase_add_test(tc, pending_gpus_count_untyped_requests_once);
   suite_add_tcase(s, tc);
   return s;
 }

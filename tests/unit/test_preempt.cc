@@ -2,6 +2,8 @@
 // by name), which running jobs are borrowing, the lost-work estimate, and the victim
 // set chosen (least lost work, then fewest jobs, only where the preemptor fits).
 #include <algorithm>
+#include <cstdlib>
+#include <ctime>
 
 #include "core/config.h"
 #include "core/directives.h"
@@ -395,6 +397,25 @@ START_TEST(preemption_history_is_kept_beside_the_directives) {
 }
 END_TEST
 
+// When a job was last preempted means the same to slurmctld and to a login node
+// in another time zone: written under one TZ, read under another.
+START_TEST(preemption_time_reads_the_same_in_any_time_zone) {
+  const char* old_tz = getenv("TZ");
+  const std::string saved = old_tz ? old_tz : "";
+  setenv("TZ", "UTC", 1);
+  tzset();
+  const int64_t at = 1764770000;
+  const std::string text = with_preemption_recorded("mlsched: type=training", 812, at, 10);
+  setenv("TZ", "America/New_York", 1);
+  tzset();
+  const int64_t read = preemption_history(text).last_at;
+  if (old_tz) setenv("TZ", saved.c_str(), 1);
+  else unsetenv("TZ");
+  tzset();
+  ck_assert_int_eq(read, at);
+}
+END_TEST
+
 Suite* preempt_suite() {
   Suite* s = suite_create("preempt");
   TCase* rules = tcase_create("rules");
@@ -406,6 +427,7 @@ Suite* preempt_suite() {
   tcase_add_test(rules, large_gang_config_keys_are_typed);
   tcase_add_test(rules, borrowing_mark_is_the_source_of_truth_under_priority_mlsched);
   tcase_add_test(rules, preemption_history_is_kept_beside_the_directives);
+  tcase_add_test(rules, preemption_time_reads_the_same_in_any_time_zone);
   suite_add_tcase(s, rules);
   TCase* choice = tcase_create("choice");
   tcase_add_test(choice, lost_work_counts_from_last_checkpoint_bounded_by_interval);

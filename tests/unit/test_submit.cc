@@ -304,6 +304,60 @@ START_TEST(updates_may_restore_but_not_change_directives) {
 }
 END_TEST
 
+// Two leaves of two h100 nodes under one spine: a strict locality=switch gang of
+// three nodes fits under the spine (placement places it there), so job_submit
+// must not refuse it for fitting under no single leaf.
+static Cluster spine_cluster() {
+  Cluster c;
+  for (int i = 1; i <= 4; ++i) {
+    GpuNode n;
+    n.name = "g" + std::to_string(i);
+    n.gpu_type = "h100";
+    n.gpus = 8;
+    c.add_node(n);
+  }
+  c.set_switches({{"leaf0", 0, {"g1", "g2"}}, {"leaf1", 0, {"g3", "g4"}}, {"spine", 1, {"g1", "g2", "g3", "g4"}}});
+  return c;
+}
+
+START_TEST(strict_switch_gang_fits_under_a_spine) {
+  const Cluster c = spine_cluster();
+  SubmitPlan p = plan_submit(job("gpu-type=h100 locality=switch locality-mode=strict", "gres:gpu:8", 3), Config{}, c);
+  ck_assert_msg(p.accepted(), "%s", p.user_message().c_str());
+  // Five nodes fit under no switch at all: still refused, naming the largest one.
+  p = plan_submit(job("gpu-type=h100 locality=switch locality-mode=strict", "gres:gpu:8", 5), Config{}, c);
+  ck_assert(!p.accepted());
+}
+END_TEST
+
+// One normalized gang request for select and why: per-task GPUs count per task
+// (for why) but are cons_tres's to place; the directives' gpu-type wins over the
+// TRES type, and without one the TRES type stays.
+START_TEST(gang_request_is_one_normalization) {
+  JobRequest r;
+  r.tres_per_node = "gres:gpu:h100:8";
+  GangRequest g = gang_request(read_gpu_request(r), 2, 0, std::nullopt);
+  ck_assert(g.placed_by_mlsched);
+  ck_assert_uint_eq(g.request.gang.nodes, 2);
+  ck_assert_uint_eq(g.request.gang.gpus_per_node, 8);
+  ck_assert(g.request.gpu_types == std::vector<std::string>{"h100"});
+  JobDirectives d;
+  d.locality = Locality::nvlink_domain;
+  d.locality_mode = LocalityMode::strict;
+  g = gang_request(read_gpu_request(r), 2, 0, d);
+  ck_assert(g.request.gpu_types == std::vector<std::string>{"h100"});
+  ck_assert(g.request.locality == Locality::nvlink_domain && g.request.mode == LocalityMode::strict);
+  d.gpu_types = {"a100", "h100"};
+  g = gang_request(read_gpu_request(r), 2, 0, d);
+  ck_assert(g.request.gpu_types == (std::vector<std::string>{"a100", "h100"}));
+  JobRequest t;
+  t.tres_per_task = "gres:gpu:1";
+  g = gang_request(read_gpu_request(t), 1, 4, std::nullopt);
+  ck_assert(!g.placed_by_mlsched);
+  ck_assert_uint_eq(g.request.gang.total_gpus, 4);
+}
+END_TEST
+
 Suite* submit_suite() {
   Suite* s = suite_create("submit");
   TCase* tc = tcase_create("plan");
@@ -325,6 +379,8 @@ Suite* submit_suite() {
   tcase_add_test(tc, several_problems_are_listed_together);
   tcase_add_test(tc, signals_and_requeue);
   tcase_add_test(tc, comment_directives_for_srun);
+  tcase_add_test(tc, strict_switch_gang_fits_under_a_spine);
+  tcase_add_test(tc, gang_request_is_one_normalization);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -334,6 +334,35 @@ START_TEST(running_job_shows_locality_history_checkpoint_and_borrowing) {
 }
 END_TEST
 
+// `mlsched why` shows select's recorded reason beside its own recomputation, from
+// the same plan_placement, and says whether they agree.
+START_TEST(why_shows_select_view_beside_its_recomputation) {
+  Cluster c = fixture_cluster();
+  Snapshot snap;
+  snap.cluster = &c;
+  snap.state = idle(c);
+  snap.now = 1000;
+  // One idle h100 node per h100 domain: 16 free, never 16 in one domain.
+  for (const char* n : {"gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"}) occupy(c, snap.state, n, 8);
+  JobFacts j = pending_job(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict);
+  j.select_reason =
+      "needs 16 h100 GPUs (2 nodes x 8) in one NVLink domain; free now: h100: 16 free on 2 nodes with room, at "
+      "most 8 in one NVLink domain (nvl0)";
+  j.select_evaluated = 990;
+  WhyReport r = explain(j, snap);
+  ck_assert_str_eq(r.placement_now.c_str(), j.select_reason.c_str());
+  ck_assert(!r.select_differs);
+  std::string text = format_why(j, r, snap.now);
+  ck_assert_contains(text, "  select:     " + j.select_reason + " (select/mlsched's view, ");
+  ck_assert_contains(text, "; agrees with select/mlsched");
+  // Select saw the cluster before gpu05 freed up: now the two differ, and why says so.
+  j.select_reason = "needs 16 h100 GPUs (2 nodes x 8) in one NVLink domain; free now: h100: 8 free on 1 node with room";
+  r = explain(j, snap);
+  ck_assert(r.select_differs);
+  ck_assert_contains(format_why(j, r, snap.now), "differs from select/mlsched's view");
+}
+END_TEST
+
 Suite* why_suite() {
   Suite* s = suite_create("why");
   TCase* tc = tcase_create("why");
@@ -345,6 +374,7 @@ Suite* why_suite() {
   tcase_add_test(tc, down_nodes_and_slurm_limits);
   tcase_add_test(tc, quota_and_fair_share_behind_another_team);
   tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);
+  tcase_add_test(tc, why_shows_select_view_beside_its_recomputation);
   suite_add_tcase(s, tc);
   return s;
 }

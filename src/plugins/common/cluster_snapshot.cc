@@ -121,4 +121,14 @@ std::shared_ptr<const ClusterModel> ClusterSnapshot::get(const Config& config, u
   return cluster_;
 }
 
+NodeCondition node_condition(const node_record_t* node_ptr) {
+  NodeCondition c;
+  c.down = IS_NODE_DOWN(node_ptr);
+  c.drained = IS_NODE_DRAIN(node_ptr);
+  c.failing = IS_NODE_FAIL(node_ptr);
+  c.not_responding = IS_NODE_NO_RESPOND(node_ptr);
+  c.not_yet_up = IS_NODE_FUTURE(node_ptr) || IS_NODE_UNKNOWN(node_ptr);
+  return c;
+}
+
 }  // namespace mlsched::plugin

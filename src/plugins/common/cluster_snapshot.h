@@ -11,7 +11,12 @@
 #include "core/cluster.h"
 #include "core/config.h"
 
+struct node_record;  // slurmctld's node_record_t
+
 namespace mlsched::plugin {
+
+// A node record's state flags, for core's usable_node(). Caller holds the node read lock.
+NodeCondition node_condition(const struct node_record* node_ptr);
 
 // The static model plus, for each of its nodes, the index of that node in
 // slurmctld's node_record_table_ptr (which may have holes).

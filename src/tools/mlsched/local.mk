@@ -5,10 +5,15 @@ src_tools_mlsched_mlsched_SOURCES = \
 	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/topo_discover.h src/tools/mlsched/topo_discover.cc \
 	src/tools/mlsched/why_cmd.cc \
 	src/tools/mlsched/run_cmd.cc \
-	src/tools/mlsched/ops_cmd.cc src/tools/mlsched/shares.cc
-# Slurm's internal headers are on the path for shares.cc alone (see there).
-src_tools_mlsched_mlsched_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(SLURM_INTERNAL_CPPFLAGS) $(JSON_C_CFLAGS) $(HWLOC_CFLAGS)
-src_tools_mlsched_mlsched_LDADD = src/core/libmlsched_core.la $(SLURM_LIBS) $(JSON_C_LIBS) $(HWLOC_LIBS)
+	src/tools/mlsched/ops_cmd.cc
+src_tools_mlsched_mlsched_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(JSON_C_CFLAGS) $(HWLOC_CFLAGS)
+src_tools_mlsched_mlsched_LDADD = src/tools/mlsched/libmlsched_shares.la src/core/libmlsched_core.la \
+	$(SLURM_LIBS) $(JSON_C_LIBS) $(HWLOC_LIBS)
+# shares.cc alone needs Slurm's internal headers (see there): it is built apart so
+# that no other tool source can reach them.
+noinst_LTLIBRARIES += src/tools/mlsched/libmlsched_shares.la
+src_tools_mlsched_libmlsched_shares_la_SOURCES = src/tools/mlsched/shares.cc
+src_tools_mlsched_libmlsched_shares_la_CPPFLAGS = $(AM_CPPFLAGS) $(SLURM_CPPFLAGS) $(SLURM_INTERNAL_CPPFLAGS)
 
 # `mlsched topo` against hwloc XML: the hand-written fixtures always, the
 # real-machine exports of ../shared/topologies when they are there (else SKIP).

@@ -204,8 +204,7 @@ void load_ops(OpsData& d) {
                            ? "None"
                            : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
       p.waiting_seconds = d.snap.now - j.submit_time;
-      const GpuCounts want = gpu_counts_from_tres(str(j.tres_req_str));
-      p.gpus = want.total() + want.untyped;
+      p.gpus = pending_gpus(str(j.tres_req_str));
       p.restarts = j.restart_cnt;
       d.snap.pending.push_back(std::move(p));
     }

@@ -18,10 +18,12 @@
 #include "core/checkpoint.h"
 #include "core/config.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/fairshare.h"
 #include "core/ops.h"
 #include "core/preempt.h"
 #include "core/priority.h"
+#include "core/submit.h"
 #include "core/hostlist.h"
 #include "core/text.h"
 #include "core/why.h"
@@ -103,8 +105,13 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
     }
     NodeState ns;
     const uint32_t base = n.node_state & NODE_STATE_BASE;
-    ns.usable = !(base == NODE_STATE_DOWN || base == NODE_STATE_FUTURE || base == NODE_STATE_UNKNOWN ||
-                  (n.node_state & (NODE_STATE_DRAIN | NODE_STATE_FAIL | NODE_STATE_NO_RESPOND)));
+    NodeCondition cond;
+    cond.down = base == NODE_STATE_DOWN;
+    cond.not_yet_up = base == NODE_STATE_FUTURE || base == NODE_STATE_UNKNOWN;
+    cond.drained = n.node_state & NODE_STATE_DRAIN;
+    cond.failing = n.node_state & NODE_STATE_FAIL;
+    cond.not_responding = n.node_state & NODE_STATE_NO_RESPOND;
+    ns.usable = usable_node(cond);
     ns.gpu_busy.assign(node.gpus, false);
     for (int idx : gpu_indices_from_gres(str(n.gres_used)))
       if (idx >= 0 && static_cast<uint32_t>(idx) < node.gpus) ns.gpu_busy[idx] = true;
@@ -148,23 +155,23 @@ namespace {
 
 // What a job asks for in GPUs: from its TRES, refined by its mlsched directives.
 GpuNeed request_of(const slurm_job_info_t& j, const std::optional<JobDirectives>& d) {
+  JobRequest jr;
+  jr.tres_per_node = str(j.tres_per_node);
+  jr.tres_per_job = str(j.tres_per_job);
+  jr.tres_per_task = str(j.tres_per_task);
+  GpuRequest gpus;
+  try {
+    gpus = read_gpu_request(jr);
+  } catch (const std::invalid_argument&) {
+    // TRES text neither Slurm nor job_submit would hand out: explain it as no GPUs.
+  }
+  // The same normalization select/mlsched places with (core/submit gang_request).
+  const GangRequest g = gang_request(gpus, j.num_nodes, j.num_tasks, d);
   GpuNeed r;
-  r.gang.nodes = j.num_nodes ? j.num_nodes : 1;
-  if (auto g = gpus_from_tres(str(j.tres_per_node))) {
-    r.gang.gpus_per_node = g->count;
-    if (!g->type.empty()) r.gpu_types = {g->type};
-  } else if (auto g = gpus_from_tres(str(j.tres_per_job))) {
-    r.gang.total_gpus = g->count;
-    if (!g->type.empty()) r.gpu_types = {g->type};
-  } else if (auto g = gpus_from_tres(str(j.tres_per_task))) {
-    r.gang.total_gpus = g->count * (j.num_tasks ? j.num_tasks : 1);
-    if (!g->type.empty()) r.gpu_types = {g->type};
-  }
-  if (d) {
-    if (!d->gpu_types.empty()) r.gpu_types = d->gpu_types;
-    r.locality = d->locality;
-    r.locality_mode = d->locality_mode;
-  }
+  r.gang = g.request.gang;
+  r.gpu_types = g.request.gpu_types;
+  r.locality = g.request.locality;
+  r.locality_mode = g.request.mode;
   return r;
 }
 
@@ -457,6 +464,17 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_array_add(placement, o);
   }
   json_object_object_add(root, "placement", placement);
+  // select/mlsched's recorded reason beside why's recomputation (null when none).
+  json_object* sel = nullptr;
+  if (!job.select_reason.empty() || !rep.placement_now.empty()) {
+    sel = json_object_new_object();
+    json_object_object_add(sel, "select_reason", job.select_reason.empty() ? nullptr : jstr(job.select_reason));
+    json_object_object_add(sel, "select_evaluated",
+                           job.select_evaluated ? json_object_new_int64(job.select_evaluated) : nullptr);
+    json_object_object_add(sel, "recomputed", rep.placement_now.empty() ? nullptr : jstr(rep.placement_now));
+    json_object_object_add(sel, "differs", json_object_new_boolean(rep.select_differs));
+  }
+  json_object_object_add(root, "placement_reason", sel);
   return root;
 }
 
@@ -505,8 +523,10 @@ int cmd_why(Args& args) {
   job.directives = parse_stored_directives(job.admin_comment);
   job.request = request_of(j, job.directives);
   job.gpus_by_node = gpus_by_node(j);
-  job.borrowing_mark = stored_token(job.admin_comment, "borrowing");
+  job.borrowing_mark = read_marks(job.admin_comment).borrowing;
   job.preemptions = preemption_history(job.admin_comment);
+  job.select_reason = select_reason_of(str(j.system_comment));
+  job.select_evaluated = j.last_sched_eval;
   if (job.state == "RUNNING" || job.state == "SUSPENDED") {
     find_checkpoint(job, str(j.work_dir), j.user_id, j.group_id);
     // What the job reported to slurmctld (its Comment) is readable from any login

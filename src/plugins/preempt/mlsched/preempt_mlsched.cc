@@ -29,6 +29,7 @@
 
 #include "core/checkpoint.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/fairshare.h"
 #include "core/hostlist.h"
 #include "core/preempt.h"
@@ -204,7 +205,7 @@ std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, uns
     snap->cluster_gpus[mlsched::lowercase(n.gpu_type)] += n.gpus;
     mlsched::PreemptNode pn{n.name, n.gpu_type, n.nvlink_domain, 0};
     const node_record_t* node_ptr = table ? table[model->slurm_index[i]] : nullptr;
-    const bool usable = node_ptr && !IS_NODE_DOWN(node_ptr) && !IS_NODE_DRAIN(node_ptr) && !IS_NODE_FAIL(node_ptr);
+    const bool usable = node_ptr && mlsched::usable_node(mlsched::plugin::node_condition(node_ptr));
     const uint32_t held = busy[n.name];
     pn.free_gpus = usable && n.gpus > held ? n.gpus - held : 0;
     snap->nodes.push_back(std::move(pn));
@@ -415,6 +416,8 @@ MLSCHED_EXPORT int fini(void) {
     g_worker.stop();
     g_config.stop_watching();
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: fini failed with a non-standard exception", kLog);
   }
   return SLURM_SUCCESS;
 }
@@ -448,7 +451,7 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
     auto known = scan.snapshot->running.find(preemptee->job_id);
     const bool estimate = known != scan.snapshot->running.end() && known->second.borrowing;
     const auto borrowing = mlsched::decide_borrowing(
-        mlsched::stored_token(str(preemptee->admin_comment), "borrowing"), g_priority_marks, estimate);
+        mlsched::read_marks(str(preemptee->admin_comment)).borrowing, g_priority_marks, estimate);
     victim.borrowing = borrowing.borrowing;
     if (borrowing.borrowing && scan.preemptor.borrowing &&
         mlsched::starving_large_gang(scan.preemptor, *cfg, now))

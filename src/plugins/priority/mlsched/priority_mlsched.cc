@@ -30,6 +30,7 @@
 #include "core/safe_file.h"
 #include "core/cluster.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/fairshare.h"
 #include "core/priority.h"
 #include "core/text.h"
@@ -130,25 +131,14 @@ mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config&
 // GPU-seconds a job consumed in its earlier runs, in mlsched's part of its admin
 // comment: slurmctld saves that with the job, so it survives restarts (and a lost
 // usage file), and `scontrol show job` shows it. Only requeued jobs carry it.
-constexpr const char* kAttainedKey = "attained-gpu-seconds";
-
 double attained_of(const job_record_t* job_ptr) {
-  if (!job_ptr->admin_comment) return 0;
-  const auto v = mlsched::stored_token(job_ptr->admin_comment, kAttainedKey);
-  if (!v) return 0;
-  const auto n = mlsched::parse_uint(*v);
-  return n ? static_cast<double>(*n) : 0.0;
+  return mlsched::read_marks(str(job_ptr->admin_comment)).attained_gpu_seconds;
 }
 
 // When a requeued job was first submitted (epoch seconds): Slurm gives a requeued
 // job a new submit time, and the age term counts from this one instead.
-constexpr const char* kFirstSubmitKey = "first-submit";
-
 int64_t first_submit_of(const job_record_t* job_ptr) {
-  if (!job_ptr->admin_comment) return 0;
-  const auto v = mlsched::stored_token(job_ptr->admin_comment, kFirstSubmitKey);
-  const auto n = v ? mlsched::parse_uint(*v) : std::nullopt;
-  return n ? static_cast<int64_t>(*n) : 0;
+  return mlsched::read_marks(str(job_ptr->admin_comment)).first_submit;
 }
 
 // A run ended: a job that will run again (requeued, preempted, or requeued after a
@@ -165,10 +155,10 @@ void record_run_end(job_record_t* job_ptr, double run_gpu_seconds) {
   std::string text = str(job_ptr->admin_comment);
   const std::string before = text;
   if (run_gpu_seconds >= 0.5)
-    text = mlsched::with_stored_token(text, kAttainedKey,
+    text = mlsched::with_stored_token(text, mlsched::mark_key::attained_gpu_seconds,
                                       std::to_string(std::llround(attained_of(job_ptr) + run_gpu_seconds)));
   if (!first_submit_of(job_ptr) && job_ptr->details && job_ptr->details->submit_time > 0)
-    text = mlsched::with_stored_token(text, kFirstSubmitKey, std::to_string(job_ptr->details->submit_time));
+    text = mlsched::with_stored_token(text, mlsched::mark_key::first_submit, std::to_string(job_ptr->details->submit_time));
   if (text == before) return;
   xfree(job_ptr->admin_comment);
   job_ptr->admin_comment = xstrdup(text.c_str());
@@ -221,15 +211,14 @@ void store_factors(job_record_t* job_ptr, const mlsched::PriorityFactors& f) {
 // The borrowing mark, in mlsched's part of the admin comment (beside the job's
 // directives, which users cannot change): `borrowing=yes` on a running job whose
 // GPUs are borrowed beyond its team's guarantee and may be reclaimed, `borrowing=no`
-// on one inside it. A preempt plugin reads it with mlsched::stored_token().
-constexpr const char* kBorrowingKey = "borrowing";
+// on one inside it. A preempt plugin reads it with mlsched::read_marks().
 
 // Sets (or, with nullopt, removes) the mark; true when the comment changed.
 bool set_borrowing_mark(job_record_t* job_ptr, const std::optional<std::string>& value) {
   const std::string before = str(job_ptr->admin_comment);
   // Most jobs carry no mark and have nothing to remove: skip them cheaply.
-  if (!value && before.find(kBorrowingKey) == std::string::npos) return false;
-  const std::string after = mlsched::with_stored_token(before, kBorrowingKey, value);
+  if (!value && before.find(mlsched::mark_key::borrowing) == std::string::npos) return false;
+  const std::string after = mlsched::with_stored_token(before, mlsched::mark_key::borrowing, value);
   if (after == before) return false;
   xfree(job_ptr->admin_comment);
   job_ptr->admin_comment = after.empty() ? nullptr : xstrdup(after.c_str());
@@ -575,6 +564,8 @@ MLSCHED_EXPORT int fini(void) {
       if (!text.empty()) save_state(text);
     }
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: fini failed with a non-standard exception", kLog);
   }
   return SLURM_SUCCESS;
 }
@@ -608,6 +599,8 @@ MLSCHED_EXPORT void priority_p_reconfig(bool assoc_clear) {
   try {
     g_worker.poke();
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: reconfig failed with a non-standard exception", kLog);
   }
 }
 
@@ -625,6 +618,8 @@ MLSCHED_EXPORT void priority_p_set_assoc_usage(slurmdb_assoc_rec_t* assoc) {
       assoc->usage->usage_efctv = 0;
     }
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: set_assoc_usage failed with a non-standard exception", kLog);
   }
 }
 
@@ -716,5 +711,7 @@ MLSCHED_EXPORT void priority_p_job_end(job_record_t* job_ptr) {
   } catch (const std::exception& e) {
     error("%s: job_end of job %u: %s", kLog, job_ptr ? job_ptr->job_id : 0, e.what());
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: job_end failed with a non-standard exception", kLog);
   }
 }

@@ -35,7 +35,6 @@ namespace {
 
 using mlsched::plugin::guarded;
 constexpr const char* kLog = "select/mlsched";
-constexpr const char* kReasonPrefix = "mlsched: ";
 
 // Names must follow slurm_select_ops_t's member order (src/common/select.h).
 const char* kInnerSyms[] = {
@@ -103,19 +102,10 @@ bool gpu_request(job_record_t* job_ptr, uint32_t min_nodes, mlsched::PlacementRe
   jr.tres_per_node = str(job_ptr->tres_per_node);
   jr.tres_per_job = str(job_ptr->tres_per_job);
   jr.tres_per_task = str(job_ptr->tres_per_task);
-  const mlsched::GpuRequest gpus = mlsched::read_gpu_request(jr);
-  req.gang.nodes = std::max<uint32_t>(1, min_nodes);
-  if (gpus.per_node) req.gang.gpus_per_node = gpus.per_node;
-  else if (gpus.per_job) req.gang.total_gpus = gpus.per_job;
-  else return false;  // per-task/socket GPU jobs are left to cons_tres as they are
-  if (auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment))) {
-    req.gpu_types = d->gpu_types;
-    req.locality = d->locality;
-    req.mode = d->locality_mode;
-  } else {
-    req.gpu_types = gpus.types;
-  }
-  return true;
+  const mlsched::GangRequest g = mlsched::gang_request(mlsched::read_gpu_request(jr), min_nodes, 0,
+                                                      mlsched::parse_stored_directives(str(job_ptr->admin_comment)));
+  req = g.request;
+  return g.placed_by_mlsched;
 }
 
 // Free/busy GPUs and node health now, in the model's node order.
@@ -132,8 +122,7 @@ mlsched::ClusterState current_state(const mlsched::plugin::ClusterModel& model, 
       state[k].usable = false;
       continue;
     }
-    state[k].usable = !(IS_NODE_DOWN(node_ptr) || IS_NODE_DRAIN(node_ptr) || IS_NODE_FAIL(node_ptr) ||
-                        IS_NODE_NO_RESPOND(node_ptr));
+    state[k].usable = mlsched::usable_node(mlsched::plugin::node_condition(node_ptr));
     if (node_ptr->gres_list) {
       ListIterator it = list_iterator_create(node_ptr->gres_list);
       gres_state_t* gres_state;
@@ -172,8 +161,8 @@ bitstr_t* bitmap_of(const mlsched::plugin::ClusterModel& model, const std::vecto
 // Only mlsched's own note is ever replaced; an admin's system comment stays.
 void set_reason(job_record_t* job_ptr, const std::string& reason) {
   const std::string current = str(job_ptr->system_comment);
-  if (!current.empty() && current.rfind(kReasonPrefix, 0) != 0) return;
-  const std::string wanted = reason.empty() ? "" : kReasonPrefix + reason;
+  if (!current.empty() && current.rfind(mlsched::kSelectReasonPrefix, 0) != 0) return;
+  const std::string wanted = reason.empty() ? "" : mlsched::kSelectReasonPrefix + reason;
   if (current == wanted) return;
   xfree(job_ptr->system_comment);
   if (!wanted.empty()) job_ptr->system_comment = xstrdup(wanted.c_str());
@@ -465,6 +454,8 @@ MLSCHED_EXPORT int select_p_job_fini(job_record_t* job_ptr) {
       }
     }
   } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: job_fini failed with a non-standard exception", kLog);
   }
   return (*(inner.job_fini))(job_ptr);
 }
