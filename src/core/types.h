@@ -11,6 +11,11 @@ namespace mlsched {
 enum class JobType { training, inference, sweep, interactive };
 constexpr int kJobTypeCount = 4;
 
+// More GPUs than any node has (Slurm's own nodes top out at a few dozen): the
+// bound on GPU indexes read from Slurm's strings, so a malformed or hostile
+// "IDX:0-99999999" costs a bounded amount of memory, not gigabytes.
+constexpr int kMaxGpusPerNode = 1024;
+
 // Topology scopes from narrowest to widest; a gang must fit inside one unit.
 enum class Locality { node, nvlink_domain, switch_scope, any };
 

@@ -106,7 +106,11 @@ std::vector<int> gpu_indices_from_gres(std::string_view gres) {
       auto first = parse_uint(trim(ends[0]));
       auto last = ends.size() > 1 ? parse_uint(trim(ends[1])) : first;
       if (!first || !last) continue;
-      for (uint64_t i = *first; i <= *last; ++i) out.push_back(static_cast<int>(i));
+      const uint64_t end = std::min<uint64_t>(*last, kMaxGpusPerNode - 1);
+      for (uint64_t i = *first; i <= end; ++i) {
+        if (out.size() >= static_cast<size_t>(kMaxGpusPerNode)) return out;
+        out.push_back(static_cast<int>(i));
+      }
     }
   }
   return out;
@@ -140,6 +144,7 @@ std::optional<GpuTres> gpus_from_tres(std::string_view tres) {
 
 std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_conf(std::string_view text) {
   std::map<std::string, std::vector<std::vector<int>>> rows;  // node -> link rows in GPU order
+  size_t total_rows = 0;
   for (const auto& raw : split(text, '\n')) {
     std::string line = raw.substr(0, raw.find('#'));
     std::string nodes, name, links;
@@ -165,6 +170,12 @@ std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_co
     } catch (const std::invalid_argument&) {
       continue;
     }
+    // Found by fuzz_tres: thousands of lines each naming 90,000 nodes took minutes.
+    // A real gres.conf has one row per GPU of each node (10,000 nodes x 8 GPUs is a
+    // very large cluster); past kMaxGresConfRows the rest is not read, and those
+    // nodes' cliques are unknown, as when gres.conf has no Links=.
+    if (total_rows + names.size() > kMaxGresConfRows) break;
+    total_rows += names.size();
     for (const auto& n : names) rows[n].push_back(row);
   }
   std::map<std::string, std::vector<std::vector<int>>> out;

@@ -68,6 +68,8 @@ std::vector<DependencyRef> parse_dependencies(std::string_view slurm_dependency)
 
 // GPU indexes in Slurm's allocation strings, as in a node's gres_used and a
 // running job's gres_detail: "gpu:h100:2(IDX:0-1,4)" -> 0,1,4; "(IDX:N/A)" -> none.
+// Indexes at or past kMaxGpusPerNode are ignored and at most kMaxGpusPerNode are
+// returned: one node's string never names more.
 std::vector<int> gpu_indices_from_gres(std::string_view gres);
 
 // The GPUs of one of a job's TRES request strings ("gres:gpu:h100:8",
@@ -156,6 +158,9 @@ struct Snapshot {
   std::map<std::string, std::vector<std::vector<int>>> node_cliques;
 };
 
+// Bound on the (node, GPU) rows read from one gres.conf (200,000: 25,000 nodes of
+// 8 GPUs); the lines past it are ignored.
+constexpr size_t kMaxGresConfRows = 200000;
 // NVLink cliques per node from gres.conf lines with Links= (one line per GPU, in
 // index order, as slurmd reads them). Nodes without Links get none.
 std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_conf(std::string_view text);

@@ -70,6 +70,10 @@ START_TEST(slurm_strings) {
   ck_assert_int_eq(idx.size(), 3);
   ck_assert_int_eq(idx[2], 4);
   ck_assert(gpu_indices_from_gres("gpu:a100:0(IDX:N/A)").empty());
+  // Found by fuzz_tres: a huge range was expanded index by index (out of memory).
+  ck_assert_int_eq(gpu_indices_from_gres("gpu:a100:2(IDX:5-99999999)").size(), kMaxGpusPerNode - 5);
+  ck_assert_int_eq(gpu_indices_from_gres("gpu:a100:2(IDX:0-1023,0-1023,7)").size(), kMaxGpusPerNode);
+  ck_assert(gpu_indices_from_gres("gpu:a100:1(IDX:1666666666666666)").empty());
 
   auto t = gpus_from_tres("gres:gpu:h100:8");
   ck_assert(t.has_value());
@@ -293,6 +297,17 @@ START_TEST(running_job_shows_locality_history_checkpoint_and_borrowing) {
       "NodeName=gpu01 Name=gpu Type=h100 File=/dev/nvidia0\n");
   ck_assert_int_eq(snap.node_cliques.size(), 2);
   ck_assert_int_eq(snap.node_cliques["gpu10"].size(), 2);
+  {
+    // Found by fuzz_tres: the rows read from one gres.conf are bounded (the lines
+    // past kMaxGresConfRows are ignored, so gpu99999 is not seen).
+    std::string big;
+    for (size_t i = 0; i < kMaxGresConfRows / 50000; ++i)
+      big += "NodeName=n[00001-50000] Name=gpu Links=-1\n";
+    big += "NodeName=gpu99999 Name=gpu Links=-1\n";
+    const auto cliques = nvlink_cliques_from_gres_conf(big);
+    ck_assert_int_eq(cliques.size(), 50000);
+    ck_assert(cliques.count("gpu99999") == 0);
+  }
   TeamView nlp;
   nlp.in_use = {{"a100", 6}};
   nlp.guaranteed = {{"a100", 4}};
