@@ -170,10 +170,11 @@ std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_co
     } catch (const std::invalid_argument&) {
       continue;
     }
-    // Found by fuzz_tres: thousands of lines each naming 90,000 nodes took minutes.
-    // A real gres.conf has one row per GPU of each node (10,000 nodes x 8 GPUs is a
-    // very large cluster); past kMaxGresConfRows the rest is not read, and those
-    // nodes' cliques are unknown, as when gres.conf has no Links=.
+    // Each line may name up to 100,000 nodes (expand_hostlist's bound), so without
+    // a bound over the whole file a long one costs minutes. A real gres.conf has
+    // one row per GPU of each node (10,000 nodes x 8 GPUs is a very large cluster);
+    // past kMaxGresConfRows the rest is not read, and those nodes' cliques are
+    // unknown, as when gres.conf has no Links=.
     if (total_rows + names.size() > kMaxGresConfRows) break;
     total_rows += names.size();
     for (const auto& n : names) rows[n].push_back(row);

@@ -298,7 +298,7 @@ START_TEST(running_job_shows_locality_history_checkpoint_and_borrowing) {
   ck_assert_int_eq(snap.node_cliques.size(), 2);
   ck_assert_int_eq(snap.node_cliques["gpu10"].size(), 2);
   {
-    // Found by fuzz_tres: the rows read from one gres.conf are bounded (the lines
+    // The rows read from one gres.conf are bounded (the lines
     // past kMaxGresConfRows are ignored, so gpu99999 is not seen).
     std::string big;
     for (size_t i = 0; i < kMaxGresConfRows / 50000; ++i)
