@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/job_record.h"
 #include "core/text.h"
 
 namespace mlsched {
@@ -252,17 +253,10 @@ ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& co
   return out;
 }
 
-std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comment) {
-  const std::string text(admin_comment);
-  const size_t at = text.find(kStoredPrefix);
-  if (at == std::string::npos) return std::nullopt;
-  // The stored form ends at a ';' (an admin may keep their own note after it).
-  std::string body = text.substr(at + std::string(kStoredPrefix).size());
-  const size_t semi = body.find(';');
-  if (semi != std::string::npos) body.resize(semi);
+std::optional<JobDirectives> directives_from_stored_words(const std::vector<std::string>& words) {
   JobDirectives d;
   bool any = false;
-  for (const auto& word : split_words(body)) {
+  for (const auto& word : words) {
     const size_t eq = word.find('=');
     if (eq == std::string::npos) return std::nullopt;
     const std::string key = word.substr(0, eq), value = word.substr(eq + 1);
@@ -295,71 +289,20 @@ std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comm
   return d;
 }
 
-// ==== marks the plugins keep beside the directives (priority/mlsched) ===========
-namespace {
-
-// Where mlsched's words are in an admin comment: [begin, end) after the prefix, up
-// to the first ';' (an admin's note may follow), or npos when there is no mlsched part.
-struct StoredPart {
-  size_t prefix = std::string::npos;  // where "mlsched:" starts
-  size_t begin = 0, end = 0;
-};
-
-StoredPart find_stored_part(const std::string& text) {
-  StoredPart p;
-  p.prefix = text.find(kStoredPrefix);
-  if (p.prefix == std::string::npos) return p;
-  p.begin = p.prefix + std::string(kStoredPrefix).size();
-  p.end = text.find(';', p.begin);
-  if (p.end == std::string::npos) p.end = text.size();
-  return p;
+// The stored text is decoded by one codec (job_record.h); these are its views.
+std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comment) {
+  return decode_job_record(admin_comment).directives;
 }
-
-}  // namespace
 
 std::string with_stored_token(std::string_view admin_comment, std::string_view key,
                               const std::optional<std::string>& value) {
-  const std::string text(admin_comment);
-  const std::string token = value ? std::string(key) + "=" + *value : std::string();
-  const StoredPart p = find_stored_part(text);
-  if (p.prefix == std::string::npos) {
-    if (!value) return text;
-    const std::string note = trim(text);
-    return std::string(kStoredPrefix) + " " + token + (note.empty() ? "" : "; " + note);
-  }
-  std::vector<std::string> words;
-  bool replaced = false;
-  for (const auto& word : split_words(text.substr(p.begin, p.end - p.begin))) {
-    const size_t eq = word.find('=');
-    if (eq != std::string::npos && std::string_view(word).substr(0, eq) == key) {
-      if (value && !replaced) words.push_back(token);
-      replaced = true;
-      continue;
-    }
-    words.push_back(word);
-  }
-  if (value && !replaced) words.push_back(token);
-  const std::string before = text.substr(0, p.prefix);
-  std::string after = text.substr(p.end);  // "" or "; <note>"
-  if (words.empty()) {
-    // Nothing of ours is left: give the admin their note back as it was.
-    if (!after.empty()) after = trim(after.substr(1));
-    const std::string rest = trim(before + after);
-    return rest;
-  }
-  return before + kStoredPrefix + " " + join(words, " ") + after;
+  JobRecord r = decode_job_record(admin_comment);
+  r.set(key, value);
+  return r.encode();
 }
 
 std::optional<std::string> stored_token(std::string_view admin_comment, std::string_view key) {
-  const std::string text(admin_comment);
-  const StoredPart p = find_stored_part(text);
-  if (p.prefix == std::string::npos) return std::nullopt;
-  for (const auto& word : split_words(text.substr(p.begin, p.end - p.begin))) {
-    const size_t eq = word.find('=');
-    if (eq != std::string::npos && std::string_view(word).substr(0, eq) == key) return word.substr(eq + 1);
-  }
-  return std::nullopt;
+  return decode_job_record(admin_comment).get(key);
 }
-// ==== end marks ==================================================================
 
 }  // namespace mlsched

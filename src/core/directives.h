@@ -94,8 +94,13 @@ extern const char* const kStoredPrefix;
 // Reads the canonical form back (from the job's admin comment). Returns nullopt when
 // the text holds no mlsched directives.
 std::optional<JobDirectives> parse_stored_directives(std::string_view admin_comment);
+// The directives of mlsched's stored words (JobRecord::words): nullopt when a word
+// is not key=value, a directive's value does not parse, or no directive key is
+// there. Keys it does not know are skipped. Used by decode_job_record().
+std::optional<JobDirectives> directives_from_stored_words(const std::vector<std::string>& words);
 
 // ==== marks the plugins keep beside the directives (priority/mlsched) ===========
+// Token views of the one codec (job_record.h: decode_job_record, JobRecord::set).
 // A plugin's own `key=value` token in mlsched's part of the admin comment (e.g.
 // `borrowing=yes`, read by a preempt plugin). parse_stored_directives() skips such
 // keys, and a part holding only such tokens ("mlsched: borrowing=no") carries no

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/fairshare.h"
+#include "core/priority.h"
 #include "core/text.h"
 #include "core/why.h"
 
@@ -110,6 +111,26 @@ int64_t percentile(std::vector<int64_t> values, double p) {
   return values[rank - 1];
 }
 
+namespace {
+// Which running jobs borrow, by the one definition (priority.h) against the
+// entitlement the tool computed the way priority/mlsched computes its quotas.
+std::vector<bool> running_borrowing_of(const OpsSnapshot& snap) {
+  std::vector<GpuHolding> held;
+  for (const auto& j : snap.running) {
+    GpuHolding h{j.job_id, j.team, j.start_time, {}};
+    for (const auto& [type, count] : j.gpus_by_type) {
+      if (type == "untyped") h.gpus.untyped += count;
+      else h.gpus.by_type[type] += count;
+    }
+    held.push_back(std::move(h));
+  }
+  return borrowing_in_start_order(held, [&](const std::string& team, const std::string& type) -> uint32_t {
+    auto t = snap.entitlement.find(team);
+    return t == snap.entitlement.end() ? 0 : static_cast<uint32_t>(gpus_of_type(t->second, type));
+  });
+}
+}  // namespace
+
 OpsSummary summarize(const OpsSnapshot& snap) {
   if (!snap.cluster) throw std::invalid_argument("summarize: snapshot without a cluster");
   const auto& nodes = snap.cluster->nodes();
@@ -148,9 +169,13 @@ OpsSummary summarize(const OpsSnapshot& snap) {
     row.shares = t;
   }
   for (const auto& [team, by_type] : snap.entitlement) s.teams[team].entitlement = by_type;
-  for (const auto& j : snap.running) {
+  const std::vector<bool> borrowing = running_borrowing_of(snap);
+  for (size_t i = 0; i < snap.running.size(); ++i) {
+    const OpsRunningJob& j = snap.running[i];
     TeamSummary& row = s.teams[j.team];
     ++row.running_jobs;
+    if (borrowing[i])
+      for (const auto& [type, count] : j.gpus_by_type) row.borrowed_gpus += count;
     for (const auto& [type, count] : j.gpus_by_type) row.gpus_in_use[type] += count;
     ++s.running_jobs;
     if (j.restarts) {
@@ -322,6 +347,10 @@ std::string format_metrics(const OpsSummary& s) {
            "GPUs each team is guaranteed, by type: TeamQuota in mlsched.conf, else its fair share of the type.");
   for (const auto& [team, row] : s.teams)
     for (const auto& [type, n] : row.entitlement) w.sample({{"team", team}, {"gpu_type", type}}, n);
+  w.family("mlsched_team_gpus_borrowed", "gauge",
+           "GPUs of each team's running jobs beyond its entitlement, counted in start order as priority/mlsched "
+           "marks them (borrowing=yes): a team within its quota may reclaim them.");
+  for (const auto& [team, row] : s.teams) w.sample({{"team", team}}, row.borrowed_gpus);
   w.family("mlsched_team_share", "gauge", "Each team's entitlement as a fraction of the cluster (sshare NormShares).");
   for (const auto& [team, row] : s.teams)
     if (row.has_shares) w.sample({{"team", team}}, row.shares.shares_norm);
@@ -435,6 +464,8 @@ std::string format_top(const OpsSummary& s, bool colour) {
     std::vector<std::string> types;
     for (const auto& [type, n] : row.gpus_in_use) types.push_back(type + ":" + std::to_string(n));
     const std::string fs = row.has_shares ? fmt("%.3f", row.shares.fairshare) : "-";
+    // Borrowed GPUs are named only when there are some, after the types.
+    if (row.borrowed_gpus) types.push_back(fmt("(borrowing %u)", row.borrowed_gpus));
     std::string line = fmt("  %-12s %6u %8u %9s %7u %7u %9u  %s", team.c_str(), row.in_use_total(),
                            row.entitlement_total(), fs.c_str(), row.running_jobs, row.pending_jobs, row.pending_gpus,
                            join(types, " ").c_str());

@@ -26,6 +26,7 @@ struct OpsRunningJob {
   std::string team;                                 // the job's account
   std::map<std::string, uint32_t> gpus_by_type;     // "untyped" when Slurm names no type
   uint32_t restarts = 0;                            // requeues (preemption, node failure)
+  int64_t start_time = 0;                           // of its current run: borrowing counts in start order
 };
 
 struct OpsPendingJob {
@@ -126,6 +127,9 @@ struct TeamSummary {
   std::map<std::string, uint32_t> gpus_in_use;  // by GPU type
   std::map<std::string, uint32_t> entitlement;  // by GPU type
   uint32_t running_jobs = 0, pending_jobs = 0, pending_gpus = 0;
+  // GPUs of its running jobs that borrow (borrowing_in_start_order against the
+  // entitlement, as priority/mlsched marks them).
+  uint32_t borrowed_gpus = 0;
   bool has_shares = false;   // false: Slurm reported no sshare row for the team
   TeamShareInfo shares;
   uint32_t in_use_total() const;

@@ -62,6 +62,21 @@ bool starving_large_gang(const Preemptor& preemptor, const Config& config, int64
   return now - preemptor.eligible_since >= static_cast<int64_t>(config.preempt_for_large_gang_wait);
 }
 
+void mark_borrowing(std::vector<PreemptCandidate>& running, const GuaranteeOf& guaranteed) {
+  // A candidate knows one type or none ("": several, or untyped), so its GPUs are
+  // counted against that type's guarantee, or against the sum over types.
+  std::vector<GpuHolding> held;
+  held.reserve(running.size());
+  for (const auto& j : running) {
+    GpuHolding h{j.job_id, j.team, j.start_time, {}};
+    if (j.gpu_type.empty()) h.gpus.untyped = j.gpus();
+    else h.gpus.by_type[j.gpu_type] = j.gpus();
+    held.push_back(std::move(h));
+  }
+  const std::vector<bool> borrowing = borrowing_in_start_order(held, guaranteed);
+  for (size_t i = 0; i < running.size(); ++i) running[i].borrowing = borrowing[i];
+}
+
 BorrowingDecision decide_borrowing(const std::optional<std::string>& mark, bool priority_plugin_marks,
                                    bool estimate) {
   if (!priority_plugin_marks) return {estimate, BorrowingSource::estimate};
@@ -93,44 +108,23 @@ std::string local_time_text(int64_t t) {
   return buf;
 }
 
-int64_t parse_local_time(const std::string& text) {
-  struct tm tmv = {};
-  const char* end = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tmv);
-  if (!end || *end) return 0;
-  tmv.tm_isdst = -1;
-  const time_t t = mktime(&tmv);
-  return t < 0 ? 0 : static_cast<int64_t>(t);
-}
 }  // namespace
 
 PreemptionHistory preemption_history(std::string_view admin_comment) {
-  PreemptionHistory h;
-  if (auto v = stored_token(admin_comment, kTimesKey))
-    if (auto n = parse_uint(*v)) h.times = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
-  if (auto v = stored_token(admin_comment, mark_key::preempted_at_utc)) {
-    if (auto n = parse_uint(*v)) h.last_at = static_cast<int64_t>(*n);
-  } else if (auto t = stored_token(admin_comment, kAtKey)) {
-    h.last_at = parse_local_time(*t);  // written before preempted-at-utc existed
-  }
-  if (auto v = stored_token(admin_comment, kByKey))
-    if (auto n = parse_uint(*v)) h.last_by = static_cast<uint32_t>(std::min<uint64_t>(*n, UINT32_MAX));
-  if (auto v = stored_token(admin_comment, kLostKey))
-    if (auto n = parse_uint(*v)) h.lost_gpu_seconds = static_cast<double>(*n);
-  return h;
+  return decode_job_record(admin_comment).preemptions;
 }
 
 std::string with_preemption_recorded(std::string_view admin_comment, uint32_t preemptor_job_id, int64_t at,
                                      double lost_gpu_seconds) {
-  const PreemptionHistory h = preemption_history(admin_comment);
+  JobRecord r = decode_job_record(admin_comment);
+  const PreemptionHistory& h = r.preemptions;
   const double lost = h.lost_gpu_seconds + std::max(0.0, lost_gpu_seconds);
-  std::string text(admin_comment);
-  text = with_stored_token(text, kTimesKey, std::to_string(h.times + 1));
-  text = with_stored_token(text, kAtKey, local_time_text(at));
-  text = with_stored_token(text, kByKey, preemptor_job_id ? std::optional<std::string>(std::to_string(preemptor_job_id))
-                                                          : std::nullopt);
-  text = with_stored_token(text, kLostKey, std::to_string(std::llround(lost)));
-  text = with_stored_token(text, mark_key::preempted_at_utc, std::to_string(at));
-  return text;
+  r.set(kTimesKey, std::to_string(h.times + 1));
+  r.set(kAtKey, local_time_text(at));
+  r.set(kByKey, preemptor_job_id ? std::optional<std::string>(std::to_string(preemptor_job_id)) : std::nullopt);
+  r.set(kLostKey, std::to_string(std::llround(lost)));
+  r.set(mark_key::preempted_at_utc, std::to_string(at));
+  return r.encode();
 }
 
 double lost_work(const PreemptCandidate& victim, int64_t now) {

@@ -12,6 +12,8 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/job_record.h"
+#include "core/priority.h"
 #include "core/types.h"
 
 namespace mlsched {
@@ -79,12 +81,10 @@ const char* verdict_name(PreemptVerdict v);
 PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& victim, const Config& config,
                            int64_t now);
 
-// Marks which running jobs are borrowing: per team and GPU type, jobs in start
-// order (oldest first, then lower job id) fill the team's guarantee; every job that
-// does not fit entirely inside it is borrowing. `guaranteed(team, gpu_type)` gives
-// the guarantee (Quotas::guaranteed in the plugin).
-template <typename Guarantee>
-void mark_borrowing(std::vector<PreemptCandidate>& running, Guarantee guaranteed);
+// Marks which running jobs are borrowing, by borrowing_in_start_order()
+// (priority.h, the one definition). `guaranteed(team, gpu_type)` gives the
+// guarantee (Quotas::guaranteed in the plugin).
+void mark_borrowing(std::vector<PreemptCandidate>& running, const GuaranteeOf& guaranteed);
 
 // Whether a running job is borrowing, and who said so. priority/mlsched marks every
 // running job (`borrowing=yes|no` in its admin comment) from the team standing it
@@ -108,12 +108,7 @@ const char* borrowing_source_name(BorrowingSource s);
 //   preempted-by=<preemptor job id> lost-gpu-seconds=<estimated, summed over times>
 // so that `scontrol show job` and `mlsched why` show it and it survives requeues
 // and controller restarts with the job.
-struct PreemptionHistory {
-  uint32_t times = 0;            // 0: never preempted by preempt/mlsched
-  int64_t last_at = 0;           // epoch seconds; 0 when unknown
-  uint32_t last_by = 0;          // job id of the last preemptor; 0 when unknown
-  double lost_gpu_seconds = 0;   // lost_work() estimates at each preemption, summed
-};
+// PreemptionHistory (job_record.h) is read by the one codec of the record.
 PreemptionHistory preemption_history(std::string_view admin_comment);
 // The admin comment with one more preemption recorded. Pure string work, no I/O:
 // the plugin calls it under slurmctld's job write lock.
@@ -158,21 +153,5 @@ VictimChoice choose_victims(const Preemptor& preemptor, const std::vector<Preemp
 // lost work first), then the others by lost work. Returns job id -> rank (0 first).
 std::map<uint32_t, uint32_t> preemption_order(const VictimChoice& choice, const std::vector<PreemptCandidate>& allowed,
                                               int64_t now);
-
-// ---- template definition -----------------------------------------------------------
-template <typename Guarantee>
-void mark_borrowing(std::vector<PreemptCandidate>& running, Guarantee guaranteed) {
-  std::vector<PreemptCandidate*> order;
-  for (auto& j : running) order.push_back(&j);
-  std::stable_sort(order.begin(), order.end(), [](const PreemptCandidate* a, const PreemptCandidate* b) {
-    return a->start_time != b->start_time ? a->start_time < b->start_time : a->job_id < b->job_id;
-  });
-  std::map<std::pair<std::string, std::string>, uint32_t> used;
-  for (auto* j : order) {
-    uint32_t& u = used[{j->team, j->gpu_type}];
-    u += j->gpus();
-    j->borrowing = u > guaranteed(j->team, j->gpu_type);
-  }
-}
 
 }  // namespace mlsched

@@ -40,13 +40,49 @@ uint32_t Quotas::guaranteed(const std::string& team, const std::string& gpu_type
 
 bool Quotas::borrowing(const std::string& team, const std::string& gpu_type, uint32_t gpus,
                        const TeamGpusInUse& in_use) const {
-  uint32_t used = 0;
   auto t = in_use.find(team);
-  if (t != in_use.end()) {
-    for (const auto& [type, count] : t->second)
-      if (gpu_type.empty() || lowercase(type) == lowercase(gpu_type)) used += count;
+  const uint64_t held = t == in_use.end() ? 0 : gpus_of_type(t->second, gpu_type);
+  return would_borrow(held, gpus, guaranteed(team, gpu_type));
+}
+
+bool would_borrow(uint64_t held, uint64_t gpus, uint64_t guaranteed) { return held + gpus > guaranteed; }
+
+uint64_t gpus_of_type(const std::map<std::string, uint32_t>& by_type, const std::string& gpu_type) {
+  uint64_t n = 0;
+  for (const auto& [type, count] : by_type)
+    if (gpu_type.empty() || lowercase(type) == lowercase(gpu_type)) n += count;
+  return n;
+}
+
+std::vector<bool> borrowing_in_start_order(const std::vector<GpuHolding>& running, const GuaranteeOf& guaranteed) {
+  std::vector<size_t> order(running.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    if (running[a].start_time != running[b].start_time) return running[a].start_time < running[b].start_time;
+    return running[a].job_id < running[b].job_id;
+  });
+  std::vector<bool> borrowing(running.size(), false);
+  // GPUs of each team counted so far, by type; "" sums all types, as an untyped
+  // job's guarantee is the sum over types.
+  std::map<std::string, std::map<std::string, uint64_t>> counted;
+  for (size_t i : order) {
+    const GpuHolding& job = running[i];
+    auto& team = counted[job.team];
+    bool beyond = false;
+    for (const auto& [type, count] : job.gpus.by_type) {
+      if (!count) continue;
+      const std::string t = lowercase(type);
+      team[t] += count;
+      team[""] += count;
+      beyond = beyond || would_borrow(0, team[t], guaranteed(job.team, t));
+    }
+    if (job.gpus.untyped) {
+      team[""] += job.gpus.untyped;
+      beyond = beyond || would_borrow(0, team[""], guaranteed(job.team, ""));
+    }
+    borrowing[i] = beyond;
   }
-  return static_cast<uint64_t>(used) + gpus > guaranteed(team, gpu_type);
+  return borrowing;
 }
 
 namespace {
@@ -151,34 +187,11 @@ TeamGpusInUse gpus_in_use(const std::vector<ChargedJob>& running) {
 }
 
 std::vector<bool> running_borrowing(const Quotas& quotas, const std::vector<ChargedJob>& running) {
-  std::vector<size_t> order(running.size());
-  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    if (running[a].start_time != running[b].start_time) return running[a].start_time < running[b].start_time;
-    return running[a].job_id < running[b].job_id;
-  });
-  std::vector<bool> borrowing(running.size(), false);
-  // GPUs of each team counted so far, by type; "" sums all types, as an untyped
-  // job's guarantee is the sum over types.
-  std::map<std::string, std::map<std::string, uint64_t>> counted;
-  for (size_t i : order) {
-    const ChargedJob& job = running[i];
-    auto& team = counted[job.team];
-    bool beyond = false;
-    for (const auto& [type, count] : job.allocation.by_type) {
-      if (!count) continue;
-      const std::string t = lowercase(type);
-      team[t] += count;
-      team[""] += count;
-      beyond = beyond || team[t] > quotas.guaranteed(job.team, t);
-    }
-    if (job.allocation.untyped) {
-      team[""] += job.allocation.untyped;
-      beyond = beyond || team[""] > quotas.guaranteed(job.team, "");
-    }
-    borrowing[i] = beyond;
-  }
-  return borrowing;
+  std::vector<GpuHolding> held;
+  held.reserve(running.size());
+  for (const auto& job : running) held.push_back({job.job_id, job.team, job.start_time, job.allocation});
+  return borrowing_in_start_order(
+      held, [&](const std::string& team, const std::string& type) { return quotas.guaranteed(team, type); });
 }
 
 PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassInput& in, int64_t now) {

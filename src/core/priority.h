@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,6 +18,36 @@ namespace mlsched {
 
 // GPUs a team holds right now, by GPU type ("" = type unknown).
 using TeamGpusInUse = std::map<std::string, std::map<std::string, uint32_t>>;
+
+// ==== borrowing: the one definition ==============================================
+// A team borrows the GPUs it holds beyond its guarantee. priority/mlsched (its
+// marks and the quota term), preempt/mlsched (who may be reclaimed), `mlsched why`
+// and `mlsched top`/`metrics` all decide it with these two functions.
+//
+// A job that is not running yet would borrow when the team's GPUs now (`held`, of
+// its type, or of all types for a job that names none) plus its own exceed the
+// guarantee of that type (or the sum over types).
+bool would_borrow(uint64_t held, uint64_t gpus, uint64_t guaranteed);
+
+// The GPUs one running job holds, as borrowing counts them.
+struct GpuHolding {
+  uint32_t job_id = 0;
+  std::string team;
+  int64_t start_time = 0;
+  GpuCounts gpus;  // by type, and untyped
+};
+// Guaranteed GPUs of a team for a type; "" asks for the sum over types.
+using GuaranteeOf = std::function<uint32_t(const std::string& team, const std::string& gpu_type)>;
+// Which running jobs run on borrowed GPUs (parallel to `running`). A team's jobs
+// fill its guarantee in the order they started (then by job id); a job whose GPUs
+// of a type take the team beyond that type's guarantee, or whose untyped GPUs
+// take the team's GPUs of all types beyond the summed guarantee, borrows. The
+// youngest jobs are the borrowers because they lose the least work when
+// reclaimed, and when an older job ends the next one moves inside the guarantee.
+std::vector<bool> borrowing_in_start_order(const std::vector<GpuHolding>& running, const GuaranteeOf& guaranteed);
+// GPUs a team holds of a type from a by-type count; "" sums every type.
+uint64_t gpus_of_type(const std::map<std::string, uint32_t>& by_type, const std::string& gpu_type);
+// ==== end borrowing ===============================================================
 
 // What guarantees a team has: TeamQuota from mlsched.conf where given, else its fair
 // share (shares_norm) of each GPU type's GPUs, rounded down.
@@ -114,11 +145,8 @@ struct PassResult {
 PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassInput& in, int64_t now);
 // The GPUs each team holds, from its running jobs.
 TeamGpusInUse gpus_in_use(const std::vector<ChargedJob>& running);
-// Which running jobs run on borrowed GPUs (parallel to `running`). A team's jobs
-// fill its guarantee in the order they started (then by job id); those that took
-// it beyond the guarantee borrow. The youngest jobs are the borrowers because they
-// lose the least work when reclaimed, and when an older job ends the next one moves
-// inside the guarantee and stops borrowing.
+// Which running jobs run on borrowed GPUs (parallel to `running`):
+// borrowing_in_start_order() against these quotas.
 std::vector<bool> running_borrowing(const Quotas& quotas, const std::vector<ChargedJob>& running);
 
 // The highest priority a job can reach without the unbounded size term: once a

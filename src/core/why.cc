@@ -10,6 +10,7 @@
 
 #include "core/hostlist.h"
 #include "core/placement.h"
+#include "core/priority.h"
 #include "core/text.h"
 #include "core/topo.h"
 
@@ -421,28 +422,20 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
   if (v != snap.teams.end()) {
     t.known = true;
     t.view = v->second;
-    auto sum = [&](const std::map<std::string, uint32_t>& m) {
-      if (!t.gpu_type.empty()) {
-        auto it = m.find(t.gpu_type);
-        return it == m.end() ? 0u : it->second;
-      }
-      uint32_t total = 0;
-      for (const auto& [type, n] : m) total += n;
-      return total;
-    };
-    t.holds = sum(t.view.in_use);
-    t.guaranteed = sum(t.view.guaranteed);
+    // Counted as the plugins count them (priority.h: the one definition of borrowing).
+    t.holds = static_cast<uint32_t>(gpus_of_type(t.view.in_use, t.gpu_type));
+    t.guaranteed = static_cast<uint32_t>(gpus_of_type(t.view.guaranteed, t.gpu_type));
   }
   if (running) {
     if (job.borrowing_mark && (*job.borrowing_mark == "yes" || *job.borrowing_mark == "no")) {
       t.job_borrows = *job.borrowing_mark == "yes";
       t.borrowing_from = "priority/mlsched's mark";
     } else if (t.known) {
-      t.job_borrows = t.holds > t.guaranteed;
+      t.job_borrows = would_borrow(t.holds, 0, t.guaranteed);
       t.borrowing_from = "estimate: the team holds more than its guarantee";
     }
   } else if (t.known && need > 0) {
-    t.job_borrows = static_cast<uint64_t>(t.holds) + need > t.guaranteed;
+    t.job_borrows = would_borrow(t.holds, need, t.guaranteed);
     if (t.job_borrows && job.state == "PENDING") {
       const std::string type = t.gpu_type.empty() ? std::string("GPUs") : t.gpu_type;
       rep.findings.push_back(

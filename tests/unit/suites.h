@@ -10,6 +10,7 @@ Suite* hostlist_suite();
 Suite* config_suite();
 Suite* cluster_suite();
 Suite* directives_suite();
+Suite* job_record_suite();
 Suite* submit_suite();
 Suite* priority_suite();
 Suite* placement_suite();

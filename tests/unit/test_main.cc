@@ -9,6 +9,7 @@ int main() {
   srunner_add_suite(runner, config_suite());
   srunner_add_suite(runner, cluster_suite());
   srunner_add_suite(runner, directives_suite());
+  srunner_add_suite(runner, job_record_suite());
   srunner_add_suite(runner, submit_suite());
   srunner_add_suite(runner, priority_suite());
   srunner_add_suite(runner, placement_suite());

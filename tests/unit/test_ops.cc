@@ -4,6 +4,8 @@
 #include <stdexcept>
 
 #include "core/ops.h"
+#include "core/preempt.h"
+#include "core/priority.h"
 #include "fixtures.h"
 #include "suites.h"
 
@@ -326,6 +328,44 @@ START_TEST(pending_gpus_count_untyped_requests_once) {
 }
 END_TEST
 
+// One definition of borrowing: priority's marks, preempt's estimate and top's
+// count come out the same for one scene (nlp guaranteed 6 a100; jobs 1 (4 GPUs,
+// oldest), 2 (2), 3 (4, newest): 3 borrows), and a pending job would borrow
+// exactly when held + its GPUs exceed the guarantee.
+START_TEST(borrowing_has_one_definition_for_every_caller) {
+  const auto guarantee = [](const std::string& team, const std::string&) -> uint32_t { return team == "nlp" ? 6 : 0; };
+  std::vector<GpuHolding> held = {{3, "nlp", 300, {{{"a100", 4}}, 0}},
+                                  {1, "nlp", 100, {{{"a100", 4}}, 0}},
+                                  {2, "nlp", 200, {{{"a100", 2}}, 0}}};
+  const std::vector<bool> core = borrowing_in_start_order(held, guarantee);
+  ck_assert(core[0] && !core[1] && !core[2]);
+
+  std::vector<PreemptCandidate> running(3);
+  for (size_t i = 0; i < 3; ++i) {
+    running[i].job_id = held[i].job_id;
+    running[i].team = "nlp";
+    running[i].gpu_type = "a100";
+    running[i].start_time = held[i].start_time;
+    running[i].gpus_on_node["gpu01"] = held[i].gpus.by_type.at("a100");
+  }
+  mark_borrowing(running, guarantee);
+  for (size_t i = 0; i < 3; ++i) ck_assert(running[i].borrowing == core[i]);
+
+  Scene sc;
+  for (const auto& h : held) sc.snap.running.push_back({h.job_id, "nlp", h.gpus.by_type, 0, h.start_time});
+  sc.snap.entitlement = {{"nlp", {{"a100", 6}}}};
+  const OpsSummary s = summarize(sc.snap);
+  ck_assert_uint_eq(s.teams.at("nlp").borrowed_gpus, 4);
+  ck_assert_contains(format_top(s, false), "a100:10 (borrowing 4)\n");
+  ck_assert(has_line(format_metrics(s), "mlsched_team_gpus_borrowed{team=\"nlp\"} 4"));
+
+  ck_assert(!would_borrow(4, 2, 6));
+  ck_assert(would_borrow(4, 3, 6));
+  ck_assert_uint_eq(gpus_of_type({{"a100", 4}, {"H100", 2}}, "h100"), 2);
+  ck_assert_uint_eq(gpus_of_type({{"a100", 4}, {"H100", 2}}, ""), 6);
+}
+END_TEST
+
 Suite* ops_suite() {
   Suite* s = suite_create("ops");
   TCase* tc = tcase_create("ops");
@@ -333,6 +373,7 @@ Suite* ops_suite() {
   tcase_add_test(tc, values_round_trip);
   tcase_add_test(tc, percentiles_nearest_rank);
   tcase_add_test(tc, summary_counts_gpus_teams_and_queue);
+  tcase_add_test(tc, borrowing_has_one_definition_for_every_caller);
   tcase_add_test(tc, summary_rejects_mismatched_snapshot);
   tcase_add_test(tc, metrics_text_is_complete_and_ordered);
   tcase_add_test(tc, top_screen_shows_teams_map_and_drained_nodes);

@@ -195,7 +195,7 @@ void load_ops(OpsData& d) {
     }
     if (base == JOB_RUNNING || base == JOB_SUSPENDED) {
       d.snap.running.push_back({j.job_id, str(j.account), as_gpu_map(gpu_counts_from_tres(str(j.tres_alloc_str))),
-                                j.restart_cnt});
+                                j.restart_cnt, static_cast<int64_t>(j.start_time)});
     } else if (base == JOB_PENDING) {
       OpsPendingJob p;
       p.job_id = j.job_id;
@@ -407,6 +407,7 @@ json_object* summary_json(const OpsSummary& s, const std::vector<std::string>& n
     json_object_object_add(t, "running_jobs", json_object_new_int64(row.running_jobs));
     json_object_object_add(t, "pending_jobs", json_object_new_int64(row.pending_jobs));
     json_object_object_add(t, "pending_gpus", json_object_new_int64(row.pending_gpus));
+    json_object_object_add(t, "borrowed_gpus", json_object_new_int64(row.borrowed_gpus));
     json_object_object_add(t, "fairshare", row.has_shares ? json_object_new_double(row.shares.fairshare) : nullptr);
     json_object_object_add(t, "share", row.has_shares ? json_object_new_double(row.shares.shares_norm) : nullptr);
     json_object_object_add(t, "usage_share", row.has_shares ? json_object_new_double(row.shares.usage_norm) : nullptr);

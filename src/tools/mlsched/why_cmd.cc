@@ -520,11 +520,12 @@ int cmd_why(Args& args) {
   job.start_time = j.start_time;
   job.end_time = j.end_time;
   job.admin_comment = str(j.admin_comment);
-  job.directives = parse_stored_directives(job.admin_comment);
+  const JobRecord record = decode_job_record(job.admin_comment);
+  job.directives = record.directives;
   job.request = request_of(j, job.directives);
   job.gpus_by_node = gpus_by_node(j);
-  job.borrowing_mark = read_marks(job.admin_comment).borrowing;
-  job.preemptions = preemption_history(job.admin_comment);
+  job.borrowing_mark = record.marks.borrowing;
+  job.preemptions = record.preemptions;
   job.select_reason = select_reason_of(str(j.system_comment));
   job.select_evaluated = j.last_sched_eval;
   if (job.state == "RUNNING" || job.state == "SUSPENDED") {

@@ -38,6 +38,7 @@
 #include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
 #include "plugins/common/guard.h"
+#include "plugins/common/job_records.h"
 #include "plugins/common/ctld.h"
 #include "plugins/common/periodic_worker.h"
 #include "plugins/common/slurm_headers.h"
@@ -139,13 +140,14 @@ mlsched::PreemptCandidate candidate_of(const job_record_t* job_ptr, const mlsche
   c.start_time = job_ptr->start_time;
   // PreemptMaxPerJob counts our own `preempted=` mark; Slurm's restart count also
   // holds time-limit and node-failure requeues, which only max-restarts counts.
-  c.times_preempted = mlsched::preemption_history(str(job_ptr->admin_comment)).times;
+  const auto record = mlsched::plugin::job_record_of(job_ptr);
+  c.times_preempted = record->preemptions.times;
   c.restarts = job_ptr->restart_cnt;
   // What `mlsched ckpt done` reported in the job's Comment: string parsing only
   // (callers hold the job lock). lost_work() clamps it to this run, so a false
   // report can only make this job the cheaper victim.
   c.last_checkpoint = mlsched::checkpoint_report(str(job_ptr->comment));
-  if (auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment))) {
+  if (const auto& d = record->directives) {
     c.has_directives = true;
     c.preemptible = d->preemptible;
     c.max_restarts = d->max_restarts;
@@ -304,7 +306,8 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, const mlsche
   // Slurm sets begin_time when the job becomes eligible (dependencies met, --begin
   // passed) and again on a requeue: the large-gang rule counts from there.
   if (preemptor_ptr->details) p.eligible_since = preemptor_ptr->details->begin_time;
-  if (auto d = mlsched::parse_stored_directives(str(preemptor_ptr->admin_comment))) {
+  const auto record = mlsched::plugin::job_record_of(preemptor_ptr);
+  if (const auto& d = record->directives) {
     // Only a strict locality binds the select plugin; a preferred one may widen.
     if (d->locality_mode == mlsched::LocalityMode::strict) p.locality = d->locality;
     if (p.gpu_type.empty() && d->gpu_types.size() == 1) p.gpu_type = mlsched::lowercase(d->gpu_types[0]);
@@ -393,7 +396,8 @@ void record_preemption(job_record_t* job_ptr) {
 
 uint32_t grace_of(const job_record_t* job_ptr, const mlsched::Config& config) {
   if (!job_ptr) return 0;
-  auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment));
+  const auto record = mlsched::plugin::job_record_of(job_ptr);
+  const auto& d = record->directives;
   if (!d) return 0;  // no directives: no checkpoint to wait for
   return std::min(d->checkpoint_grace, config.max_checkpoint_grace);
 }
@@ -451,7 +455,7 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
     auto known = scan.snapshot->running.find(preemptee->job_id);
     const bool estimate = known != scan.snapshot->running.end() && known->second.borrowing;
     const auto borrowing = mlsched::decide_borrowing(
-        mlsched::read_marks(str(preemptee->admin_comment)).borrowing, g_priority_marks, estimate);
+        mlsched::plugin::job_record_of(preemptee)->marks.borrowing, g_priority_marks, estimate);
     victim.borrowing = borrowing.borrowing;
     if (borrowing.borrowing && scan.preemptor.borrowing &&
         mlsched::starving_large_gang(scan.preemptor, *cfg, now))

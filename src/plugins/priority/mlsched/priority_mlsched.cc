@@ -36,6 +36,7 @@
 #include "core/text.h"
 #include "plugins/common/config_store.h"
 #include "plugins/common/guard.h"
+#include "plugins/common/job_records.h"
 #include "plugins/common/ctld.h"
 #include "plugins/common/periodic_worker.h"
 #include "plugins/common/slurm_headers.h"
@@ -124,7 +125,8 @@ mlsched::ChargedJob running_job(const job_record_t* job_ptr, const mlsched::GpuW
 }
 
 mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config& config) {
-  if (auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment))) return d->type;
+  const auto record = mlsched::plugin::job_record_of(job_ptr);
+  if (const auto& d = record->directives) return d->type;
   return config.default_job_type;
 }
 
@@ -132,13 +134,13 @@ mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config&
 // comment: slurmctld saves that with the job, so it survives restarts (and a lost
 // usage file), and `scontrol show job` shows it. Only requeued jobs carry it.
 double attained_of(const job_record_t* job_ptr) {
-  return mlsched::read_marks(str(job_ptr->admin_comment)).attained_gpu_seconds;
+  return mlsched::plugin::job_record_of(job_ptr)->marks.attained_gpu_seconds;
 }
 
 // When a requeued job was first submitted (epoch seconds): Slurm gives a requeued
 // job a new submit time, and the age term counts from this one instead.
 int64_t first_submit_of(const job_record_t* job_ptr) {
-  return mlsched::read_marks(str(job_ptr->admin_comment)).first_submit;
+  return mlsched::plugin::job_record_of(job_ptr)->marks.first_submit;
 }
 
 // A run ended: a job that will run again (requeued, preempted, or requeued after a
@@ -246,7 +248,8 @@ bool is_lost_to_node_failure(const job_record_t* job_ptr) {
 // bound its declared interval gives); the rest was lost and is not the team's use.
 int64_t charged_until(const job_record_t* job_ptr, int64_t end) {
   if (!is_lost_to_node_failure(job_ptr)) return end;
-  const auto d = mlsched::parse_stored_directives(str(job_ptr->admin_comment));
+  const auto record = mlsched::plugin::job_record_of(job_ptr);
+  const auto& d = record->directives;
   return mlsched::work_at_risk_since(job_ptr->start_time, mlsched::checkpoint_report(str(job_ptr->comment)),
                                      d ? d->checkpoint_interval : 0, end);
 }

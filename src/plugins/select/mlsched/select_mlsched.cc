@@ -22,6 +22,7 @@
 #include "plugins/common/config_store.h"
 #include "plugins/common/ctld.h"
 #include "plugins/common/guard.h"
+#include "plugins/common/job_records.h"
 #include "plugins/common/slurm_headers.h"
 
 
@@ -103,7 +104,7 @@ bool gpu_request(job_record_t* job_ptr, uint32_t min_nodes, mlsched::PlacementRe
   jr.tres_per_job = str(job_ptr->tres_per_job);
   jr.tres_per_task = str(job_ptr->tres_per_task);
   const mlsched::GangRequest g = mlsched::gang_request(mlsched::read_gpu_request(jr), min_nodes, 0,
-                                                      mlsched::parse_stored_directives(str(job_ptr->admin_comment)));
+                                                      mlsched::plugin::job_record_of(job_ptr)->directives);
   req = g.request;
   return g.placed_by_mlsched;
 }

@@ -1,0 +1,17 @@
+// A job's mlsched record (core/job_record.h) as the plugins read it: decoded once
+// per change of its AdminComment, since select_p_job_test, preemptable() and the
+// priority pass ask for the same pending jobs' records over and over.
+#pragma once
+
+#include <memory>
+
+#include "core/job_record.h"
+#include "plugins/common/slurm_headers.h"
+
+namespace mlsched::plugin {
+
+// The record of `job_ptr` now. Caller holds the job read (or write) lock; the
+// record stays valid after the lock is released.
+std::shared_ptr<const JobRecord> job_record_of(const job_record_t* job_ptr);
+
+}  // namespace mlsched::plugin
