@@ -13,36 +13,6 @@
 
 namespace mlsched {
 
-uint32_t GpuCounts::total() const {
-  uint32_t n = untyped;
-  for (const auto& [type, count] : by_type) n += count;
-  return n;
-}
-
-GpuCounts gpu_counts_from_tres(std::string_view tres) {
-  GpuCounts out;
-  uint64_t untyped_total = 0;
-  bool saw_total = false;
-  for (const auto& item : split(tres, ',')) {
-    const size_t eq = item.find('=');
-    if (eq == std::string::npos) continue;
-    const std::string name = lowercase(trim(item.substr(0, eq)));
-    const auto count = parse_uint(trim(item.substr(eq + 1)));
-    if (!count) continue;
-    if (name == "gres/gpu") {
-      untyped_total = *count;
-      saw_total = true;
-    } else if (starts_with(name, "gres/gpu:")) {
-      out.by_type[name.substr(9)] += static_cast<uint32_t>(*count);
-    }
-  }
-  // Slurm lists the total (gres/gpu) beside the typed counts it accounts; what the
-  // typed ones do not cover has no known type.
-  const uint32_t typed = out.total();
-  if (saw_total && untyped_total > typed) out.untyped = static_cast<uint32_t>(untyped_total - typed);
-  return out;
-}
-
 double GpuWeights::of(std::string_view gpu_type) const {
   auto it = by_type.find(lowercase(gpu_type));
   return it == by_type.end() ? 1.0 : it->second;

@@ -10,17 +10,9 @@
 #include <string_view>
 #include <vector>
 
-namespace mlsched {
+#include "core/tres.h"  // GpuCounts
 
-// GPUs of a job by GPU type, read from Slurm's TRES strings ("gres/gpu:h100=8").
-// `untyped` holds GPUs with no type named (an untyped gres/gpu total minus the typed ones).
-struct GpuCounts {
-  std::map<std::string, uint32_t> by_type;
-  uint32_t untyped = 0;
-  uint32_t total() const;
-};
-// Reads a formatted TRES string ("cpu=4,mem=8G,gres/gpu=8,gres/gpu:h100=8").
-GpuCounts gpu_counts_from_tres(std::string_view tres);
+namespace mlsched {
 
 // How much one GPU-second of each type counts; types not listed weigh 1.
 struct GpuWeights {

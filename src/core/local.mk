@@ -4,6 +4,7 @@ src_core_libmlsched_core_la_SOURCES = \
 	src/core/text.h src/core/text.cc \
 	src/core/safe_file.h src/core/safe_file.cc \
 	src/core/types.h src/core/types.cc \
+	src/core/tres.h src/core/tres.cc \
 	src/core/hostlist.h src/core/hostlist.cc \
 	src/core/config.h src/core/config.cc \
 	src/core/cluster.h src/core/cluster.cc \

@@ -8,61 +8,23 @@
 
 #include "core/checkpoint.h"
 #include "core/text.h"
+#include "core/tres.h"
 
 namespace mlsched {
 
 namespace {
 
-struct TresItem {
-  std::string prefix;  // "gres:" / "gres/" / "" as written
-  std::string name;
-  std::string type;
-  std::optional<uint64_t> count;
-};
-
-std::vector<TresItem> parse_tres(const std::string& tres) {
-  std::vector<TresItem> items;
-  if (trim(tres).empty()) return items;
-  for (std::string raw : split(tres, ',')) {
-    raw = trim(raw);
-    if (raw.empty()) continue;
-    TresItem it;
-    if (starts_with(raw, "gres:") || starts_with(raw, "gres/")) {
-      it.prefix = raw.substr(0, 5);
-      raw = raw.substr(5);
-    }
-    auto parts = split(raw, ':');
-    it.name = parts[0];
-    if (parts.size() == 2) {
-      if (auto n = parse_uint(parts[1])) it.count = *n;
-      else it.type = parts[1];
-    } else if (parts.size() == 3) {
-      it.type = parts[1];
-      auto n = parse_uint(parts[2]);
-      if (!n) throw std::invalid_argument("cannot read GPU count in '" + tres + "'");
-      it.count = *n;
-    } else if (parts.size() > 3) {
-      throw std::invalid_argument("cannot read '" + tres + "'");
-    }
-    items.push_back(it);
-  }
+// A request string this reader cannot take apart refuses the job with its text.
+std::vector<TresItem> request_items(const std::string& tres) {
+  std::string unreadable;
+  auto items = parse_tres(tres, &unreadable);
+  if (!unreadable.empty()) throw std::invalid_argument("cannot read '" + unreadable + "'");
   return items;
-}
-
-std::string format_tres(const std::vector<TresItem>& items) {
-  std::vector<std::string> out;
-  for (const auto& it : items) {
-    std::string s = it.prefix + it.name;
-    if (!it.type.empty()) s += ":" + it.type;
-    if (it.count) s += ":" + std::to_string(*it.count);
-    out.push_back(s);
-  }
-  return join(out, ",");
 }
 
 uint32_t gpu_count(const std::string& tres, std::vector<std::string>& types) {
   uint64_t total = 0;
-  for (const auto& it : parse_tres(tres)) {
+  for (const auto& it : request_items(tres)) {
     if (it.name != "gpu") continue;
     total += it.count.value_or(1);
     if (!it.type.empty() && std::find(types.begin(), types.end(), it.type) == types.end())
@@ -174,7 +136,7 @@ GangRequest gang_request(const GpuRequest& gpus, uint32_t nodes, uint32_t tasks,
 }
 
 std::string type_gpu_tres(const std::string& tres, const std::string& gpu_type) {
-  auto items = parse_tres(tres);
+  auto items = request_items(tres);
   for (auto& it : items)
     if (it.name == "gpu" && it.type.empty()) it.type = gpu_type;
   return format_tres(items);

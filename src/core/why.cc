@@ -117,32 +117,6 @@ std::vector<int> gpu_indices_from_gres(std::string_view gres) {
   return out;
 }
 
-std::optional<GpuTres> gpus_from_tres(std::string_view tres) {
-  std::optional<GpuTres> out;
-  for (std::string item : split(tres, ',')) {
-    item = trim(item);
-    if (starts_with(item, "gres:") || starts_with(item, "gres/")) item = item.substr(5);
-    if (!starts_with(item, "gpu")) continue;
-    // "gpu:h100:8", "gpu:8", "gpu:h100=8", "gpu=8"
-    for (char& c : item)
-      if (c == '=') c = ':';
-    const auto parts = split(item, ':');
-    if (parts[0] != "gpu") continue;
-    GpuTres g;
-    if (parts.size() == 2) {
-      if (auto n = parse_uint(parts[1])) g.count = static_cast<uint32_t>(*n);
-    } else if (parts.size() >= 3) {
-      g.type = parts[1];
-      if (auto n = parse_uint(parts[2])) g.count = static_cast<uint32_t>(*n);
-    } else {
-      g.count = 1;
-    }
-    if (!out) out = g;
-    else out->count += g.count;
-  }
-  return out;
-}
-
 std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_conf(std::string_view text) {
   std::map<std::string, std::vector<std::vector<int>>> rows;  // node -> link rows in GPU order
   size_t total_rows = 0;

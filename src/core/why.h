@@ -72,14 +72,6 @@ std::vector<DependencyRef> parse_dependencies(std::string_view slurm_dependency)
 // returned: one node's string never names more.
 std::vector<int> gpu_indices_from_gres(std::string_view gres);
 
-// The GPUs of one of a job's TRES request strings ("gres:gpu:h100:8",
-// "gres/gpu:a100=2", "cpu=4,gres:gpu:2"); nullopt when it asks for none.
-struct GpuTres {
-  std::string type;  // "" when untyped
-  uint32_t count = 0;
-};
-std::optional<GpuTres> gpus_from_tres(std::string_view tres);
-
 // An upstream job as the caller looked it up.
 struct UpstreamJob {
   DependencyRef ref;

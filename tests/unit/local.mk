@@ -2,7 +2,7 @@
 check_PROGRAMS += tests/unit/test_core
 tests_unit_test_core_SOURCES = \
 	tests/unit/test_main.cc tests/unit/suites.h tests/unit/fixtures.h \
-	tests/unit/test_text.cc tests/unit/test_hostlist.cc tests/unit/test_config.cc \
+	tests/unit/test_text.cc tests/unit/test_tres.cc tests/unit/test_hostlist.cc tests/unit/test_config.cc \
 	tests/unit/test_cluster.cc tests/unit/test_directives.cc tests/unit/test_job_record.cc tests/unit/test_submit.cc \
 	tests/unit/test_placement.cc \
 	tests/unit/test_priority.cc \

@@ -6,6 +6,7 @@
 #include <string>
 
 Suite* text_suite();
+Suite* tres_suite();
 Suite* hostlist_suite();
 Suite* config_suite();
 Suite* cluster_suite();

@@ -5,6 +5,7 @@
 
 int main() {
   SRunner* runner = srunner_create(text_suite());
+  srunner_add_suite(runner, tres_suite());
   srunner_add_suite(runner, hostlist_suite());
   srunner_add_suite(runner, config_suite());
   srunner_add_suite(runner, cluster_suite());

@@ -75,12 +75,12 @@ START_TEST(slurm_strings) {
   ck_assert_int_eq(gpu_indices_from_gres("gpu:a100:2(IDX:0-1023,0-1023,7)").size(), kMaxGpusPerNode);
   ck_assert(gpu_indices_from_gres("gpu:a100:1(IDX:1666666666666666)").empty());
 
-  auto t = gpus_from_tres("gres:gpu:h100:8");
-  ck_assert(t.has_value());
-  ck_assert_string_eq(t->type, "h100");
-  ck_assert_int_eq(t->count, 8);
-  ck_assert_int_eq(gpus_from_tres("cpu=2,gres/gpu=4")->count, 4);
-  ck_assert(!gpus_from_tres("cpu=2,mem=100").has_value());
+  // A request string and an accounting string, read by the one TRES reader (tres.h).
+  auto t = gpu_counts_from_tres("gres:gpu:h100:8");
+  ck_assert_uint_eq(t.by_type.size(), 1);
+  ck_assert_uint_eq(t.by_type.at("h100"), 8);
+  ck_assert_uint_eq(gpu_counts_from_tres("cpu=2,gres/gpu=4").total(), 4);
+  ck_assert_uint_eq(gpu_counts_from_tres("cpu=2,mem=100").total(), 0);
 
   ck_assert_string_eq(format_duration(45), "45 s");
   ck_assert_string_eq(format_duration(1200), "20 min");
