@@ -11,52 +11,6 @@
 
 namespace mlsched {
 
-std::vector<GresEntry> parse_node_gres(std::string_view gres) {
-  std::vector<GresEntry> out;
-  const std::string text = trim(gres);
-  if (text.empty() || lowercase(text) == "(null)") return out;
-  // Commas also appear inside "(S:0,1)": split only outside parentheses.
-  std::vector<std::string> items;
-  std::string cur;
-  int depth = 0;
-  for (char c : text) {
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (c == ',' && depth == 0) {
-      items.push_back(cur);
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  items.push_back(cur);
-  for (std::string item : items) {
-    item = trim(item);
-    const size_t paren = item.find('(');
-    if (paren != std::string::npos) item.resize(paren);
-    if (item.empty()) continue;
-    auto parts = split(item, ':');
-    if (parts[0] == "gres" && parts.size() > 1) parts.erase(parts.begin());
-    GresEntry e;
-    e.name = parts[0];
-    e.count = 1;
-    if (parts.size() == 2) {
-      if (auto n = parse_uint(parts[1])) e.count = *n;
-      else e.type = parts[1];
-    } else if (parts.size() == 3) {
-      e.type = parts[1];
-      auto n = parse_uint(parts[2]);
-      if (!n) throw std::invalid_argument("bad GRES count in '" + item + "'");
-      e.count = *n;
-    } else if (parts.size() > 3) {
-      throw std::invalid_argument("bad GRES '" + item + "'");
-    }
-    if (e.name.empty()) throw std::invalid_argument("bad GRES '" + item + "'");
-    out.push_back(e);
-  }
-  return out;
-}
-
 std::vector<std::vector<int>> cliques_from_links(const std::vector<std::vector<int>>& links) {
   const int n = static_cast<int>(links.size());
   std::vector<int> parent(n);

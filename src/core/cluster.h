@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/config.h"
+#include "core/tres.h"  // parse_node_gres
 #include "core/types.h"
 
 namespace mlsched {
@@ -67,17 +68,6 @@ struct NodeState {
   }
 };
 using ClusterState = std::vector<NodeState>;
-
-// One entry of a node's GRES string ("gpu:a100:8(S:0-1)").
-struct GresEntry {
-  std::string name;
-  std::string type;   // empty when untyped
-  uint64_t count = 0;
-};
-
-// Parses a node's configured GRES ("gpu:a100:8(S:0-1),gpu:h100:2,shard:4").
-// Throws std::invalid_argument on malformed input.
-std::vector<GresEntry> parse_node_gres(std::string_view gres);
 
 // Groups GPUs into NVLink cliques from a gres.conf-style link matrix
 // (links[i][j] > 0: GPUs i and j are linked; the diagonal is ignored). Cliques are

@@ -2,13 +2,29 @@
 #include "core/tres.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include "core/text.h"
+#include "core/types.h"  // kMaxGpusPerNode
 
 namespace mlsched {
 
 namespace {
 uint32_t clamped(uint64_t n) { return static_cast<uint32_t>(std::min<uint64_t>(n, UINT32_MAX)); }
+
+// GRES strings separate items by commas outside parentheses: "(S:0,1)" and
+// "(IDX:0,2)" have their own.
+std::vector<std::string> items_outside_parentheses(std::string_view text) {
+  std::vector<std::string> items(1);
+  int depth = 0;
+  for (char c : text) {
+    if (c == '(') ++depth;
+    if (c == ')') --depth;
+    if (c == ',' && depth == 0) items.emplace_back();
+    else items.back() += c;
+  }
+  return items;
+}
 }  // namespace
 
 std::vector<TresItem> parse_tres(std::string_view tres, std::string* unreadable) {
@@ -94,6 +110,49 @@ GpuCounts gpu_counts_from_tres(std::string_view tres) {
   const uint32_t typed = out.total();
   if (saw_total && accounted_total > typed) out.untyped = clamped(accounted_total - typed);
   out.untyped = clamped(uint64_t{out.untyped} + requested_untyped);
+  return out;
+}
+
+std::vector<GresEntry> parse_node_gres(std::string_view gres) {
+  std::vector<GresEntry> out;
+  const std::string text = trim(gres);
+  if (text.empty() || lowercase(text) == "(null)") return out;
+  for (std::string item : items_outside_parentheses(text)) {
+    item = trim(item);
+    if (const size_t paren = item.find('('); paren != std::string::npos) item.resize(paren);
+    if (item.empty()) continue;
+    if (starts_with(item, "gres:")) item = item.substr(5);
+    std::string unreadable;
+    const auto parsed = parse_tres(item, &unreadable);
+    if (!unreadable.empty() || parsed.size() != 1 || parsed[0].accounting)
+      throw std::invalid_argument("bad GRES '" + item + "'");
+    out.push_back({parsed[0].name, parsed[0].type, parsed[0].count.value_or(1)});
+  }
+  return out;
+}
+
+std::vector<int> gpu_indices_from_gres(std::string_view gres) {
+  std::vector<int> out;
+  for (const auto& raw : items_outside_parentheses(gres)) {
+    const std::string item = trim(raw);
+    if (split(split(item, '(')[0], ':')[0] != "gpu") continue;
+    const size_t idx = item.find("IDX:");
+    if (idx == std::string::npos) continue;
+    const size_t close = item.find(')', idx);
+    const std::string ranges = item.substr(idx + 4, close == std::string::npos ? std::string::npos : close - idx - 4);
+    if (ranges == "N/A") continue;
+    for (const auto& r : split(ranges, ',')) {
+      const auto ends = split(r, '-');
+      auto first = parse_uint(trim(ends[0]));
+      auto last = ends.size() > 1 ? parse_uint(trim(ends[1])) : first;
+      if (!first || !last) continue;
+      const uint64_t end = std::min<uint64_t>(*last, kMaxGpusPerNode - 1);
+      for (uint64_t i = *first; i <= end; ++i) {
+        if (out.size() >= static_cast<size_t>(kMaxGpusPerNode)) return out;
+        out.push_back(static_cast<int>(i));
+      }
+    }
+  }
   return out;
 }
 

@@ -40,4 +40,20 @@ struct GpuCounts {
 };
 GpuCounts gpu_counts_from_tres(std::string_view tres);
 
+// A node's configured GRES ("gpu:a100:8(S:0-1),gpu:h100:2,shard:4"), as slurm.conf
+// and node_info_t give it: the same items, each possibly followed by "(...)".
+struct GresEntry {
+  std::string name;
+  std::string type;   // empty when untyped
+  uint64_t count = 0;
+};
+// Throws std::invalid_argument naming the item it cannot read.
+std::vector<GresEntry> parse_node_gres(std::string_view gres);
+
+// GPU indexes in Slurm's allocation strings, as in a node's gres_used and a
+// running job's gres_detail: "gpu:h100:2(IDX:0-1,4)" -> 0,1,4; "(IDX:N/A)" -> none.
+// Indexes at or past kMaxGpusPerNode are ignored and at most kMaxGpusPerNode are
+// returned: one node's string never names more.
+std::vector<int> gpu_indices_from_gres(std::string_view gres);
+
 }  // namespace mlsched

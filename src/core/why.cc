@@ -83,40 +83,6 @@ std::vector<DependencyRef> parse_dependencies(std::string_view slurm_dependency)
   return out;
 }
 
-std::vector<int> gpu_indices_from_gres(std::string_view gres) {
-  std::vector<int> out;
-  // Entries are separated by commas outside parentheses; "(IDX:0,2)" has its own.
-  std::vector<std::string> items(1);
-  int depth = 0;
-  for (char c : gres) {
-    if (c == '(') ++depth;
-    if (c == ')') --depth;
-    if (c == ',' && depth == 0) items.emplace_back();
-    else items.back() += c;
-  }
-  for (const auto& raw : items) {
-    const std::string item = trim(raw);
-    if (split(split(item, '(')[0], ':')[0] != "gpu") continue;
-    const size_t idx = item.find("IDX:");
-    if (idx == std::string::npos) continue;
-    const size_t close = item.find(')', idx);
-    const std::string ranges = item.substr(idx + 4, close == std::string::npos ? std::string::npos : close - idx - 4);
-    if (ranges == "N/A") continue;
-    for (const auto& r : split(ranges, ',')) {
-      const auto ends = split(r, '-');
-      auto first = parse_uint(trim(ends[0]));
-      auto last = ends.size() > 1 ? parse_uint(trim(ends[1])) : first;
-      if (!first || !last) continue;
-      const uint64_t end = std::min<uint64_t>(*last, kMaxGpusPerNode - 1);
-      for (uint64_t i = *first; i <= end; ++i) {
-        if (out.size() >= static_cast<size_t>(kMaxGpusPerNode)) return out;
-        out.push_back(static_cast<int>(i));
-      }
-    }
-  }
-  return out;
-}
-
 std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_conf(std::string_view text) {
   std::map<std::string, std::vector<std::vector<int>>> rows;  // node -> link rows in GPU order
   size_t total_rows = 0;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/tres.h"
 #include "core/directives.h"
 #include "core/preempt.h"
 
@@ -66,11 +67,7 @@ struct DependencyRef {
 };
 std::vector<DependencyRef> parse_dependencies(std::string_view slurm_dependency);
 
-// GPU indexes in Slurm's allocation strings, as in a node's gres_used and a
-// running job's gres_detail: "gpu:h100:2(IDX:0-1,4)" -> 0,1,4; "(IDX:N/A)" -> none.
-// Indexes at or past kMaxGpusPerNode are ignored and at most kMaxGpusPerNode are
-// returned: one node's string never names more.
-std::vector<int> gpu_indices_from_gres(std::string_view gres);
+// gpu_indices_from_gres (GPU indexes of a gres_used / gres_detail string) is in tres.h.
 
 // An upstream job as the caller looked it up.
 struct UpstreamJob {
