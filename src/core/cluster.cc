@@ -11,6 +11,35 @@
 
 namespace mlsched {
 
+ModelProblems build_cluster_model(Cluster& out, std::vector<NodeFacts> nodes,
+                                  const std::vector<NvlinkDomainSpec>& nvlink_domains,
+                                  std::vector<SwitchSpec> switches) {
+  ModelProblems problems;
+  for (auto& facts : nodes) {
+    GpuNode node;
+    node.name = std::move(facts.name);
+    if (!facts.features.empty()) node.features = split(facts.features, ',');
+    try {
+      for (const auto& g : parse_node_gres(facts.gres)) {
+        if (g.name != "gpu") continue;
+        if (node.gpu_type.empty()) node.gpu_type = g.type;
+        else if (g.type != node.gpu_type)
+          problems.mixed_gpu_types.push_back("node " + node.name + " has several GPU types; using " + node.gpu_type);
+        node.gpus += static_cast<uint32_t>(std::min<uint64_t>(g.count, kMaxGpusPerNode));
+      }
+    } catch (const std::invalid_argument& e) {
+      problems.nodes.push_back("node " + node.name + ": " + e.what());
+      node.gpu_type.clear();
+      node.gpus = 0;
+    }
+    node.nvlink_cliques = std::move(facts.nvlink_cliques);
+    out.add_node(std::move(node));
+  }
+  problems.nvlink_domains = out.apply_nvlink_domains(nvlink_domains);
+  out.set_switches(std::move(switches));
+  return problems;
+}
+
 std::vector<std::vector<int>> cliques_from_links(const std::vector<std::vector<int>>& links) {
   const int n = static_cast<int>(links.size());
   std::vector<int> parent(n);

@@ -74,6 +74,31 @@ using ClusterState = std::vector<NodeState>;
 // connected components, in order of their lowest GPU index.
 std::vector<std::vector<int>> cliques_from_links(const std::vector<std::vector<int>>& links);
 
+// What slurmctld (node_record_t) or libslurm (node_info_t) says of one node, before
+// it is a model node. The plugins and the tool fill this and nothing else, so both
+// build their model with build_cluster_model() and see the same cluster.
+struct NodeFacts {
+  std::string name;
+  std::string features;                         // "h100,ib" as slurm.conf gives them
+  std::string gres;                             // the configured Gres= ("gpu:h100:8(S:0-1)")
+  std::vector<std::vector<int>> nvlink_cliques; // from the Links= matrix (slurmd's, or gres.conf's)
+};
+
+// What build_cluster_model() found wrong, by how the caller reports it.
+struct ModelProblems {
+  std::vector<std::string> nodes;           // a node's Gres= that cannot be read (its GPUs are left out)
+  std::vector<std::string> mixed_gpu_types; // a node with several GPU types (the first is used)
+  std::vector<std::string> nvlink_domains;  // an NvlinkDomain naming a node Slurm does not know
+};
+
+class Cluster;
+// The one builder of the cluster model: nodes (GPU type and count from Gres=,
+// features, NVLink cliques), then the NVLink domains of mlsched.conf, then the
+// switches (every level; leaf switches also set each node's leaf_switch).
+ModelProblems build_cluster_model(Cluster& out, std::vector<NodeFacts> nodes,
+                                  const std::vector<NvlinkDomainSpec>& nvlink_domains,
+                                  std::vector<SwitchSpec> switches);
+
 // A job's gang: `nodes` nodes; per node `gpus_per_node` GPUs when that is what it
 // asked for, else `total_gpus` spread over them.
 struct GangShape {

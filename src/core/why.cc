@@ -267,15 +267,13 @@ void explain_placement(const JobFacts& job, const Snapshot& snap, WhyReport& rep
     if (const GpuNode* n = cluster.find_node(node)) {
       p.nvlink_domain = n->nvlink_domain;
       p.leaf_switch = n->leaf_switch;
-    }
-    auto c = snap.node_cliques.find(node);
-    if (c != snap.node_cliques.end())
-      for (const auto& clique : c->second) {
+      for (const auto& clique : n->nvlink_cliques) {
         std::vector<int> mine;
         for (int g : idx)
           if (std::find(clique.begin(), clique.end(), g) != clique.end()) mine.push_back(g);
         if (!mine.empty()) p.cliques.push_back(mine);
       }
+    }
     rep.placement.push_back(std::move(p));
   }
 }

@@ -142,14 +142,13 @@ struct Snapshot {
   std::vector<PendingJob> pending;
   time_t now = 0;
   std::map<std::string, TeamView> teams;  // by team (account); empty when unknown
-  // NVLink cliques per node (gres.conf Links=), for showing where a job runs only:
-  // placement above works from `cluster` as the plugins see it.
-  std::map<std::string, std::vector<std::vector<int>>> node_cliques;
 };
 
 // Bound on the (node, GPU) rows read from one gres.conf (200,000: 25,000 nodes of
 // 8 GPUs); the lines past it are ignored.
 constexpr size_t kMaxGresConfRows = 200000;
+// Bound on the bytes of gres.conf the tool reads (64 MiB).
+constexpr size_t kMaxGresConfBytes = size_t{64} << 20;
 // NVLink cliques per node from gres.conf lines with Links= (one line per GPU, in
 // index order, as slurmd reads them). Nodes without Links get none.
 std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_conf(std::string_view text);

@@ -43,6 +43,39 @@ START_TEST(cliques_from_link_matrix) {
 }
 END_TEST
 
+// The one model builder the plugins and the tool share: what it makes of each
+// node's facts, and the problems it reports instead of failing.
+START_TEST(model_builder_reports_problems) {
+  Cluster c;
+  const ModelProblems p = build_cluster_model(
+      c,
+      {{"gpu01", "h100,ib", "gpu:h100:8(S:0-1)", {{0, 1, 2, 3}, {4, 5, 6, 7}}},
+       {"gpu02", "", "gpu:h100:4,gpu:a100:4", {}},
+       {"gpu03", "", "gpu:h100:x", {}},
+       {"cpu01", "", "(null)", {}}},
+      {{"nvl0", {"gpu01", "gpu02", "gpu99"}, 7}}, {{"leaf0", 0, {"gpu01", "gpu02"}}, {"spine", 1, {"gpu01", "gpu02", "gpu03"}}});
+  ck_assert_int_eq(c.nodes().size(), 4);
+  const GpuNode* n = c.find_node("gpu01");
+  ck_assert_string_eq(n->gpu_type, "h100");
+  ck_assert_int_eq(n->gpus, 8);
+  ck_assert_int_eq(n->features.size(), 2);
+  ck_assert_int_eq(n->nvlink_cliques.size(), 2);
+  ck_assert_string_eq(n->nvlink_domain, "nvl0");
+  ck_assert_string_eq(n->leaf_switch, "leaf0");
+  ck_assert_int_eq(c.switches().size(), 2);
+  // Several types: the first one, and a note.
+  ck_assert_string_eq(c.find_node("gpu02")->gpu_type, "h100");
+  ck_assert_int_eq(p.mixed_gpu_types.size(), 1);
+  ck_assert_contains(p.mixed_gpu_types[0], "gpu02 has several GPU types; using h100");
+  // Unreadable Gres=: the node is kept without GPUs, and named.
+  ck_assert_int_eq(c.find_node("gpu03")->gpus, 0);
+  ck_assert_int_eq(p.nodes.size(), 1);
+  ck_assert_contains(p.nodes[0], "node gpu03: bad GRES 'gpu:h100:x'");
+  ck_assert_int_eq(p.nvlink_domains.size(), 1);
+  ck_assert_contains(p.nvlink_domains[0], "NvlinkDomain=nvl0 names node gpu99, which Slurm does not know");
+}
+END_TEST
+
 START_TEST(model_queries) {
   Cluster c = fixture_cluster();
   auto types = c.gpu_types();
@@ -100,6 +133,7 @@ Suite* cluster_suite() {
   TCase* tc = tcase_create("model");
   tcase_add_test(tc, node_gres_strings);
   tcase_add_test(tc, cliques_from_link_matrix);
+  tcase_add_test(tc, model_builder_reports_problems);
   tcase_add_test(tc, model_queries);
   tcase_add_test(tc, best_fit_by_scope);
   tcase_add_test(tc, usable_node_is_up_and_schedulable);

@@ -1,5 +1,6 @@
 // Why a job waits: each reason with its numbers, and counterfactuals computed on
 // a snapshot of the hand-written 16-node cluster (nvl0-3, sw0/sw1, h100/a100).
+#include "core/text.h"
 #include "core/why.h"
 #include "fixtures.h"
 #include "suites.h"
@@ -285,18 +286,32 @@ START_TEST(quota_and_fair_share_behind_another_team) {
 END_TEST
 
 START_TEST(running_job_shows_locality_history_checkpoint_and_borrowing) {
-  Cluster c = fixture_cluster();
-  ClusterState s = idle(c);
-  Snapshot snap{&c, s, {}, {}, 10000};
-  snap.node_cliques = nvlink_cliques_from_gres_conf(
+  auto node_cliques = nvlink_cliques_from_gres_conf(
       "# two 2-GPU cliques\n"
       "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia0 Links=-1,18,0,0\n"
       "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia1 Links=18,-1,0,0\n"
       "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia2 Links=0,0,-1,18\n"
       "NodeName=gpu[09-10] Name=gpu Type=a100 File=/dev/nvidia3 Links=0,0,18,-1\n"
       "NodeName=gpu01 Name=gpu Type=h100 File=/dev/nvidia0\n");
-  ck_assert_int_eq(snap.node_cliques.size(), 2);
-  ck_assert_int_eq(snap.node_cliques["gpu10"].size(), 2);
+  ck_assert_int_eq(node_cliques.size(), 2);
+  ck_assert_int_eq(node_cliques["gpu10"].size(), 2);
+  // The tool's model, built as `mlsched why` builds it: the fixture's nodes, with
+  // the cliques its gres.conf gives, through the one model builder.
+  const Cluster fixture = fixture_cluster();
+  std::vector<NodeFacts> facts;
+  for (const auto& n : fixture.nodes())
+    facts.push_back({n.name, join(n.features, ","), n.gpus ? "gpu:" + n.gpu_type + ":" + std::to_string(n.gpus) : std::string(),
+                     node_cliques[n.name]});
+  std::vector<NvlinkDomainSpec> domains;
+  for (const auto& n : fixture.nodes())
+    if (!n.nvlink_domain.empty()) domains.push_back({n.nvlink_domain, {n.name}, 0});
+  Cluster c;
+  const ModelProblems problems = build_cluster_model(c, facts, domains, fixture.switches());
+  ck_assert(problems.nodes.empty() && problems.nvlink_domains.empty());
+  ck_assert_int_eq(c.find_node("gpu09")->nvlink_cliques.size(), 2);
+  ck_assert_string_eq(c.find_node("gpu09")->nvlink_domain, "nvl2");
+  ClusterState s = idle(c);
+  Snapshot snap{&c, s, {}, {}, 10000};
   {
     // The rows read from one gres.conf are bounded (the lines
     // past kMaxGresConfRows are ignored, so gpu99999 is not seen).

@@ -36,34 +36,14 @@ std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_
   Cluster* cluster = &model->cluster;
   node_record_t** table = ctld::node_table();
   const int count = ctld::node_count();
+  std::vector<NodeFacts> facts;
   for (int i = 0; table && i < count; i++) {
     node_record_t* node_ptr = table[i];
     if (!node_ptr) continue;
-    GpuNode node;
-    node.name = node_ptr->name;
-    if (node_ptr->features) node.features = split(node_ptr->features, ',');
-    try {
-      for (const auto& g : parse_node_gres(node_ptr->gres ? node_ptr->gres : "")) {
-        if (g.name != "gpu") continue;
-        if (node.gpu_type.empty()) node.gpu_type = g.type;
-        else if (g.type != node.gpu_type)
-          debug("%s: node %s has several GPU types; using %s", log_prefix, node_ptr->name, node.gpu_type.c_str());
-        node.gpus += static_cast<uint32_t>(g.count);
-      }
-    } catch (const std::invalid_argument& e) {
-      error("%s: node %s: %s", log_prefix, node_ptr->name, e.what());
-    }
-    node.nvlink_cliques = gpu_cliques(node_ptr);
+    facts.push_back({node_ptr->name, node_ptr->features ? node_ptr->features : "", node_ptr->gres ? node_ptr->gres : "",
+                     gpu_cliques(node_ptr)});
     model->slurm_index.push_back(node_ptr->index);
-    cluster->add_node(std::move(node));
   }
-  // Plugins load (and preempt/mlsched's snapshot thread starts) before slurmctld
-  // reads slurm.conf: an empty node table then is "not loaded yet", and every node
-  // of every NvlinkDomain would look unknown. get() rebuilds as soon as the node
-  // count changes, and that build reports the real problems.
-  const bool nodes_loaded = table && count > 0;
-  for (const auto& problem : cluster->apply_nvlink_domains(config.nvlink_domains))
-    if (nodes_loaded) error("%s: %s", log_prefix, problem.c_str());
   std::vector<SwitchSpec> switches;
   switch_record_t* switches_table = ctld::switch_table();
   for (int i = 0; switches_table && i < ctld::switch_count(); i++) {
@@ -78,7 +58,17 @@ std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_
     }
     switches.push_back(std::move(spec));
   }
-  cluster->set_switches(std::move(switches));
+  const ModelProblems problems =
+      build_cluster_model(*cluster, std::move(facts), config.nvlink_domains, std::move(switches));
+  for (const auto& p : problems.nodes) error("%s: %s", log_prefix, p.c_str());
+  for (const auto& p : problems.mixed_gpu_types) debug("%s: %s", log_prefix, p.c_str());
+  // Plugins load (and preempt/mlsched's snapshot thread starts) before slurmctld
+  // reads slurm.conf: an empty node table then is "not loaded yet", and every node
+  // of every NvlinkDomain would look unknown. get() rebuilds as soon as the node
+  // count changes, and that build reports the real problems.
+  const bool nodes_loaded = table && count > 0;
+  for (const auto& p : problems.nvlink_domains)
+    if (nodes_loaded) error("%s: %s", log_prefix, p.c_str());
   for (size_t k = 0; k < model->slurm_index.size(); ++k) {
     const uint32_t i = model->slurm_index[k];
     if (model->model_index.size() <= i) model->model_index.resize(i + 1, -1);

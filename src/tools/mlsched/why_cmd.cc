@@ -72,12 +72,36 @@ std::string slurm_error(const std::string& what) {
   return what + ": " + slurm_strerror(slurm_get_errno());
 }
 
-std::string mlsched_conf_path() {
-  if (const char* env = std::getenv("MLSCHED_CONF"); env && *env) return env;
+namespace {
+
+// Where slurm.conf is (SLURM_CONF, as Slurm's clients read it); mlsched.conf and
+// gres.conf are beside it.
+std::string slurm_conf_dir() {
   std::string slurm_conf = "/etc/slurm/slurm.conf";
   if (const char* env = std::getenv("SLURM_CONF"); env && *env) slurm_conf = env;
   const size_t slash = slurm_conf.rfind('/');
-  return (slash == std::string::npos ? std::string(".") : slurm_conf.substr(0, slash)) + "/mlsched.conf";
+  return slash == std::string::npos ? std::string(".") : slurm_conf.substr(0, slash);
+}
+
+// An admin's config file, read up to `max_bytes` (a gres.conf of 25,000 8-GPU
+// nodes is ~20 MB; past the bound the rest is ignored, as the row bound does).
+std::optional<std::string> read_text(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text;
+  char chunk[65536];
+  while (text.size() < max_bytes && in) {
+    in.read(chunk, static_cast<std::streamsize>(std::min(sizeof chunk, max_bytes - text.size())));
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+  }
+  return text;
+}
+
+}  // namespace
+
+std::string mlsched_conf_path() {
+  if (const char* env = std::getenv("MLSCHED_CONF"); env && *env) return env;
+  return slurm_conf_dir() + "/mlsched.conf";
 }
 
 // The nodes and switches as the core's model, plus which GPUs are busy and, when
@@ -88,52 +112,32 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
   if (slurm_load_node(0, &nodes, SHOW_ALL | SHOW_DETAIL | SHOW_MIXED) != SLURM_SUCCESS)
     throw ToolError(slurm_error("cannot read the nodes from slurmctld"));
   std::unique_ptr<node_info_msg_t, void (*)(node_info_msg_t*)> guard(nodes, slurm_free_node_info_msg);
+  // NVLink cliques come from gres.conf beside slurm.conf: libslurm does not hand
+  // out the Links= matrix slurmd reported, and gres.conf is what slurmd read it from.
+  std::map<std::string, std::vector<std::vector<int>>> cliques;
+  if (auto gres = read_text(slurm_conf_dir() + "/gres.conf", kMaxGresConfBytes)) cliques = nvlink_cliques_from_gres_conf(*gres);
+  std::vector<NodeFacts> facts;
+  std::vector<const node_info_t*> infos;
   for (uint32_t i = 0; i < nodes->record_count; ++i) {
     const node_info_t& n = nodes->node_array[i];
     if (!n.name) continue;
-    GpuNode node;
-    node.name = n.name;
-    if (n.features) node.features = split(n.features, ',');
-    try {
-      for (const auto& g : parse_node_gres(str(n.gres))) {
-        if (g.name != "gpu") continue;
-        if (node.gpu_type.empty()) node.gpu_type = g.type;
-        node.gpus += static_cast<uint32_t>(g.count);
-      }
-    } catch (const std::invalid_argument& e) {
-      notes.push_back(std::string("node ") + n.name + ": " + e.what());
-    }
-    NodeState ns;
-    const uint32_t base = n.node_state & NODE_STATE_BASE;
-    NodeCondition cond;
-    cond.down = base == NODE_STATE_DOWN;
-    cond.not_yet_up = base == NODE_STATE_FUTURE || base == NODE_STATE_UNKNOWN;
-    cond.drained = n.node_state & NODE_STATE_DRAIN;
-    cond.failing = n.node_state & NODE_STATE_FAIL;
-    cond.not_responding = n.node_state & NODE_STATE_NO_RESPOND;
-    ns.usable = usable_node(cond);
-    ns.gpu_busy.assign(node.gpus, false);
-    for (int idx : gpu_indices_from_gres(str(n.gres_used)))
-      if (idx >= 0 && static_cast<uint32_t>(idx) < node.gpus) ns.gpu_busy[idx] = true;
-    cluster.add_node(std::move(node));
-    state.push_back(std::move(ns));
-    if (health) {
-      const char* name = slurm_node_state_string(n.node_state);
-      health->push_back({lowercase(name ? name : "unknown"), str(n.reason)});
-    }
+    auto c = cliques.find(n.name);
+    facts.push_back({n.name, str(n.features), str(n.gres),
+                     c == cliques.end() ? std::vector<std::vector<int>>() : std::move(c->second)});
+    infos.push_back(&n);
   }
 
+  std::vector<NvlinkDomainSpec> domains;
   const std::string conf_path = mlsched_conf_path();
   ConfigResult conf = load_config_file(conf_path);
-  if (conf.config) {
-    for (const auto& p : cluster.apply_nvlink_domains(conf.config->nvlink_domains)) notes.push_back(p);
-  } else {
+  if (conf.config)
+    domains = conf.config->nvlink_domains;
+  else
     notes.push_back("NVLink domains unknown: " + (conf.errors.empty() ? conf_path + " unreadable" : conf.errors[0]));
-  }
 
+  std::vector<SwitchSpec> switches;
   topo_info_response_msg_t* topo = nullptr;
   if (slurm_load_topo(&topo) == SLURM_SUCCESS && topo) {
-    std::vector<SwitchSpec> switches;
     for (uint32_t i = 0; i < topo->record_count; ++i) {
       const topo_info_t& t = topo->topo_array[i];
       SwitchSpec s;
@@ -147,7 +151,33 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
       switches.push_back(std::move(s));
     }
     slurm_free_topo_info_msg(topo);
-    cluster.set_switches(std::move(switches));
+  }
+
+  const ModelProblems problems = build_cluster_model(cluster, std::move(facts), domains, std::move(switches));
+  for (const auto* list : {&problems.nodes, &problems.nvlink_domains})
+    notes.insert(notes.end(), list->begin(), list->end());
+
+  // The live state, parallel to the model's nodes.
+  for (size_t k = 0; k < infos.size(); ++k) {
+    const node_info_t& n = *infos[k];
+    const uint32_t gpus = cluster.nodes()[k].gpus;
+    NodeState ns;
+    const uint32_t base = n.node_state & NODE_STATE_BASE;
+    NodeCondition cond;
+    cond.down = base == NODE_STATE_DOWN;
+    cond.not_yet_up = base == NODE_STATE_FUTURE || base == NODE_STATE_UNKNOWN;
+    cond.drained = n.node_state & NODE_STATE_DRAIN;
+    cond.failing = n.node_state & NODE_STATE_FAIL;
+    cond.not_responding = n.node_state & NODE_STATE_NO_RESPOND;
+    ns.usable = usable_node(cond);
+    ns.gpu_busy.assign(gpus, false);
+    for (int idx : gpu_indices_from_gres(str(n.gres_used)))
+      if (idx >= 0 && static_cast<uint32_t>(idx) < gpus) ns.gpu_busy[idx] = true;
+    state.push_back(std::move(ns));
+    if (health) {
+      const char* name = slurm_node_state_string(n.node_state);
+      health->push_back({lowercase(name ? name : "unknown"), str(n.reason)});
+    }
   }
 }
 
@@ -211,21 +241,6 @@ std::string state_name(const slurm_job_info_t& j) {
 }
 
 json_object* jstr(const std::string& s) { return json_object_new_string(s.c_str()); }
-
-std::optional<std::string> read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::stringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
-std::string slurm_conf_dir() {
-  std::string slurm_conf = "/etc/slurm/slurm.conf";
-  if (const char* env = std::getenv("SLURM_CONF"); env && *env) slurm_conf = env;
-  const size_t slash = slurm_conf.rfind('/');
-  return slash == std::string::npos ? std::string(".") : slurm_conf.substr(0, slash);
-}
 
 // For as long as it lives, the process acts as `uid`/`gid` for file access
 // (effective ids and groups), when it runs as root: `mlsched why` is often run by
@@ -593,7 +608,6 @@ int cmd_why(Args& args) {
   }
 
   load_teams(snap, cluster, all.msg, notes);
-  if (auto gres = read_text(slurm_conf_dir() + "/gres.conf")) snap.node_cliques = nvlink_cliques_from_gres_conf(*gres);
 
   const WhyReport report = explain(job, snap);
   if (json) {
