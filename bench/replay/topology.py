@@ -4,6 +4,9 @@ penalty of an allocation. Used by the bench trainer (to stretch its runtime) and
 by the metrics (placement quality); no Slurm here, so it is unit-testable.
 """
 
+import os
+import sys
+
 # Placement scopes, narrowest first: a job's level is the narrowest scope holding
 # all its GPUs. One-node jobs are "clique" or "node"; multi-node jobs
 # "nvlink-domain", "switch" or "cluster".
@@ -18,30 +21,10 @@ DEFAULT_PENALTY = {"single": 1.0, "clique": 1.0, "nvlink-domain": 1.05, "node": 
                    "switch": 1.30, "cluster": 1.50}
 NO_PENALTY = {level: 1.0 for level in LEVELS}
 
-
-def expand_hostlist(expr):
-    """'gpu[01-02,05],gpu07' -> ['gpu01', 'gpu02', 'gpu05', 'gpu07']."""
-    names, depth, cur, parts = [], 0, "", []
-    for ch in expr.strip():
-        depth += ch == "["
-        depth -= ch == "]"
-        if ch == "," and depth == 0:
-            parts.append(cur)
-            cur = ""
-        else:
-            cur += ch
-    parts.append(cur)
-    for item in filter(None, parts):
-        if "[" not in item:
-            names.append(item)
-            continue
-        prefix, rest = item.split("[", 1)
-        ranges, suffix = rest.split("]", 1)
-        for rng in ranges.split(","):
-            lo, _, hi = rng.partition("-")
-            for n in range(int(lo), int(hi or lo) + 1):
-                names.append("%s%s%s" % (prefix, str(n).zfill(len(lo)), suffix))
-    return names
+# The one Python hostlist implementation (scripts/mlsched_hostlist.py), shared with
+# scripts/cluster, which wrote the files this module reads.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "scripts"))
+from mlsched_hostlist import hostlist_expand as expand_hostlist  # noqa: E402
 
 
 def expand_indices(spec):

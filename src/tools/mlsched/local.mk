@@ -22,4 +22,6 @@ EXTRA_DIST += tests/fixtures/topo
 
 # `mlsched run` / `mlsched ckpt done` with tests/fake-trainer, outside Slurm.
 TESTS += tests/tools/check-run-ckpt.sh
+# The Python hostlist module of scripts/cluster and bench/replay, against scontrol.
+TESTS += tests/tools/check-hostlist.py
 EXTRA_DIST += tests/tools tests/fake-trainer
