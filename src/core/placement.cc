@@ -320,4 +320,123 @@ std::string select_reason_of(std::string_view system_comment) {
   return std::string(system_comment.substr(prefix.size()));
 }
 
+// ---- attempts ----------------------------------------------------------------------
+
+GpuNodeIndex GpuNodeIndex::of(const Cluster& cluster) {
+  GpuNodeIndex index;
+  index.gpu_types = cluster.gpu_types();
+  for (size_t k = 0; k < cluster.nodes().size(); ++k) {
+    const GpuNode& n = cluster.nodes()[k];
+    if (n.gpus == 0) continue;
+    index.gpu_nodes.push_back(k);
+    index.by_type[n.gpu_type].push_back(k);
+  }
+  return index;
+}
+
+std::vector<size_t> GpuNodeIndex::of_types(const std::vector<std::string>& types) const {
+  if (types.empty()) return gpu_nodes;
+  if (types.size() == 1) {
+    auto it = by_type.find(types[0]);
+    return it == by_type.end() ? std::vector<size_t>() : it->second;
+  }
+  std::vector<size_t> out;
+  for (const auto& t : types)
+    if (auto it = by_type.find(t); it != by_type.end()) out.insert(out.end(), it->second.begin(), it->second.end());
+  std::sort(out.begin(), out.end());  // model order, as cons_tres sees the bitmap
+  return out;
+}
+
+const char* attempt_step_name(AttemptStep step) {
+  switch (step) {
+    case AttemptStep::ever_fits: return "ever-fits";
+    case AttemptStep::will_run_unit: return "will-run-unit";
+    case AttemptStep::will_run_type: return "will-run-type";
+    case AttemptStep::best_fit_nodes: return "best-fit-nodes";
+    case AttemptStep::whole_unit: return "whole-unit";
+    case AttemptStep::any_of_type: return "any-of-type";
+    case AttemptStep::unit_to_preempt: return "unit-to-preempt";
+  }
+  return "?";
+}
+
+namespace {
+bool is_strict(const PlacementRequest& request) {
+  return request.mode == LocalityMode::strict && request.locality != Locality::any;
+}
+ClusterState all_idle(ClusterState state) {
+  for (auto& n : state) n.gpu_busy.assign(n.gpu_busy.size(), false);
+  return state;
+}
+const std::vector<std::string>& acceptable_types(const GpuNodeIndex& index, const PlacementRequest& request) {
+  return request.gpu_types.empty() ? index.gpu_types : request.gpu_types;
+}
+}  // namespace
+
+AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request) {
+  AttemptPlan plan;
+  plan.attempts.push_back({AttemptStep::ever_fits, index.of_types(request.gpu_types), false, false});
+  return plan;
+}
+
+AttemptPlan will_run_attempts(const Cluster& cluster, const GpuNodeIndex& index, const ClusterState& now,
+                              const std::vector<bool>& eligible, const PlacementRequest& request,
+                              const PlacementPolicy& policy, const AttemptLimits& limits) {
+  AttemptPlan plan;
+  if (!is_strict(request)) {
+    // Any other job may widen at run-now: one question per acceptable type is
+    // enough and keeps backfill cheap.
+    for (const auto& type : acceptable_types(index, request))
+      plan.attempts.push_back({AttemptStep::will_run_type, index.of_types({type}), false, false});
+    return plan;
+  }
+  // A strict job must start inside one unit: every unit it fits in when idle,
+  // those with the most free GPUs now first (they are likely to free up soonest).
+  auto units = plan_placement(cluster, all_idle(now), eligible, request, policy).candidates;
+  auto free_now = [&](const PlacementCandidate& c) {
+    uint32_t free = 0;
+    for (size_t k : c.unit_nodes) free += now[k].free_gpus();
+    return free;
+  };
+  std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) { return free_now(a) > free_now(b); });
+  for (const auto& u : units) {
+    if (plan.attempts.size() >= limits.will_run_units) break;
+    plan.attempts.push_back({AttemptStep::will_run_unit, u.unit_nodes, false, false});
+  }
+  return plan;
+}
+
+AttemptPlan run_now_attempts(const Cluster& cluster, const GpuNodeIndex& index, const ClusterState& now,
+                             const std::vector<bool>& eligible, const PlacementRequest& request,
+                             const PlacementPolicy& policy, bool may_preempt, const AttemptLimits& limits) {
+  AttemptPlan out;
+  const PlacementPlan plan = plan_placement(cluster, now, eligible, request, policy);
+  out.reason = plan.reason.empty() ? "no placement in the allowed topology scope" : plan.reason;
+  // 1. The plan's candidates: the exact best-fit nodes first; cons_tres may still
+  //    refuse them for CPUs or memory, so then the whole unit.
+  for (size_t i = 0; i < plan.candidates.size() && i < limits.run_now_candidates; ++i) {
+    const PlacementCandidate& cand = plan.candidates[i];
+    out.attempts.push_back({AttemptStep::best_fit_nodes, cand.nodes, true, true});
+    if (cand.unit_nodes != cand.nodes) out.attempts.push_back({AttemptStep::whole_unit, cand.unit_nodes, true, true});
+  }
+  // Nothing has room now by the GPU view, which is exact (the nodes' GPU bitmaps):
+  // without preemption cons_tres cannot do better, so it is not asked.
+  if (plan.candidates.empty() && !may_preempt) return out;
+  // 2. Not strict: anywhere on one GPU type is better than waiting (the
+  //    candidates above already offered the tighter places).
+  if (!is_strict(request))
+    for (const auto& type : acceptable_types(index, request))
+      out.attempts.push_back({AttemptStep::any_of_type, index.of_types({type}), false, true});
+  // 3. Preemption may free room the "free now" view cannot see: each unit of the
+  //    allowed scopes, narrowest first, as if the cluster were idle.
+  if (plan.candidates.empty() && may_preempt) {
+    size_t units = 0;
+    for (const auto& cand : plan_placement(cluster, all_idle(now), eligible, request, policy).candidates) {
+      if (++units > limits.preempt_units) break;
+      out.attempts.push_back({AttemptStep::unit_to_preempt, cand.unit_nodes, false, false});
+    }
+  }
+  return out;
+}
+
 }  // namespace mlsched

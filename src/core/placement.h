@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,75 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
 // The scopes a request may use, narrowest first: a strict request never goes wider
 // than asked; a prefer/any request widens up to the whole cluster.
 std::vector<Locality> scopes_to_try(const PlacementRequest& request);
+
+// ==== The node sets select/mlsched offers cons_tres, in order ======================
+// cons_tres decides CPUs, memory and the rest inside a node set; mlsched decides
+// which node sets it is offered and in which order. select/mlsched walks these
+// lists, narrowing Slurm's bitmap to each set in turn, and keeps the first (run
+// now) or the earliest (will-run) answer. Each offer is a full cons_tres
+// evaluation, so every list is bounded by a named limit.
+
+// The nodes with GPUs, and those of each type, in model order: derived once per
+// model, because select asks for them for every job it tests.
+struct GpuNodeIndex {
+  std::vector<std::string> gpu_types;  // Cluster::gpu_types()
+  std::vector<size_t> gpu_nodes;
+  std::map<std::string, std::vector<size_t>> by_type;
+  static GpuNodeIndex of(const Cluster& cluster);
+  // Nodes of any of `types` (every GPU node when empty).
+  std::vector<size_t> of_types(const std::vector<std::string>& types) const;
+};
+
+struct AttemptLimits {
+  // Will-run (backfill) of a strict job: one offer per unit it fits in, those with
+  // the most free GPUs now first, at most this many; backfill runs it for every
+  // pending job, so a large cluster must not cost one simulation per unit.
+  size_t will_run_units = 4;
+  // Run now: the plan's candidates offered (each its best-fit nodes, then its
+  // whole unit when that differs), at most this many.
+  size_t run_now_candidates = 4;
+  // Preemption with no free room now: units of the allowed scopes as if idle, at
+  // most this many.
+  size_t preempt_units = 16;
+};
+
+enum class AttemptStep {
+  ever_fits,        // test-only: any node of an acceptable type ("could it ever run")
+  will_run_unit,    // will-run, strict: one unit it fits in
+  will_run_type,    // will-run, not strict: all nodes of one acceptable type
+  best_fit_nodes,   // run now: the candidate's best-fit nodes
+  whole_unit,       // run now: the candidate's whole unit (cons_tres refused the best fit)
+  any_of_type,      // run now, not strict: anywhere on one acceptable type
+  unit_to_preempt,  // run now with preemption: a unit that preemption could free
+};
+const char* attempt_step_name(AttemptStep step);
+
+struct PlacementAttempt {
+  AttemptStep step = AttemptStep::ever_fits;
+  std::vector<size_t> nodes;  // indices into Cluster::nodes()
+  // On success (and when nothing is preempted) the shell moves the job's GPU
+  // indices inside NVLink cliques: the plan chose these nodes for that.
+  bool align_gpus = false;
+  // On success the recorded "cannot be placed" reason is cleared.
+  bool clears_reason = false;
+};
+
+// What select/mlsched offers for one call, in order.
+struct AttemptPlan {
+  std::vector<PlacementAttempt> attempts;
+  // Recorded when none succeeds (run now only): the plan's reason for users.
+  std::string reason;
+};
+// Test-only: "could it ever run" on an acceptable type.
+AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request);
+// Will-run: when could it start (the caller keeps the earliest answer).
+AttemptPlan will_run_attempts(const Cluster& cluster, const GpuNodeIndex& index, const ClusterState& now,
+                              const std::vector<bool>& eligible, const PlacementRequest& request,
+                              const PlacementPolicy& policy, const AttemptLimits& limits = {});
+// Run now (`may_preempt`: Slurm passed preemption candidates).
+AttemptPlan run_now_attempts(const Cluster& cluster, const GpuNodeIndex& index, const ClusterState& now,
+                             const std::vector<bool>& eligible, const PlacementRequest& request,
+                             const PlacementPolicy& policy, bool may_preempt, const AttemptLimits& limits = {});
 
 // GPU indices for `count` GPUs on one node, given its NVLink cliques and which GPUs
 // are free: inside one clique when possible (the fullest clique that still fits, so

@@ -264,6 +264,73 @@ START_TEST(fragmentation_index) {
 }
 END_TEST
 
+// The node sets select/mlsched offers cons_tres, in order, with their limits.
+START_TEST(attempts_in_order_with_named_limits) {
+  const Cluster c = fixture_cluster();
+  const GpuNodeIndex index = GpuNodeIndex::of(c);
+  ck_assert_int_eq(index.gpu_types.size(), 2);
+  ck_assert_int_eq(index.of_types({"h100"}).size(), 8);
+  ck_assert_int_eq(index.of_types({"a100", "h100"}).size(), 16);
+  ck_assert_int_eq(index.of_types({}).size(), 16);  // cpu01 has no GPUs
+  ck_assert(index.of_types({"a100", "h100"}) == index.gpu_nodes);  // model order
+  ClusterState now = idle_state(c);
+  const auto all = all_eligible(c);
+
+  // Will-run, strict: one offer per unit it fits in, the unit with most free GPUs
+  // now first; at most will_run_units.
+  occupy(now, c, "gpu01", 8);
+  const auto strict = gang(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict);
+  AttemptPlan w = will_run_attempts(c, index, now, all, strict, {});
+  ck_assert_int_eq(w.attempts.size(), 2);
+  ck_assert(w.attempts[0].step == AttemptStep::will_run_unit);
+  ck_assert_string_eq(names(c, w.attempts[0].nodes)[0], "gpu05");  // nvl1: all 32 GPUs free
+  ck_assert_string_eq(names(c, w.attempts[1].nodes)[0], "gpu01");
+  AttemptLimits one;
+  one.will_run_units = 1;
+  ck_assert_int_eq(will_run_attempts(c, index, now, all, strict, {}, one).attempts.size(), 1);
+  // Will-run, not strict: one offer per acceptable type.
+  w = will_run_attempts(c, index, now, all, gang(2, 8, {}, Locality::nvlink_domain), {});
+  ck_assert_int_eq(w.attempts.size(), 2);
+  ck_assert(w.attempts[0].step == AttemptStep::will_run_type);
+  ck_assert_str_eq(attempt_step_name(w.attempts[1].step), "will-run-type");
+
+  // Run now with room: the best fit first (GPU indices aligned to cliques and the
+  // reason cleared on success), then its whole unit; at most run_now_candidates.
+  AttemptPlan r = run_now_attempts(c, index, now, all, gang(1, 4, {"h100"}, Locality::node), {}, false);
+  ck_assert(!r.attempts.empty());
+  ck_assert(r.attempts[0].step == AttemptStep::best_fit_nodes);
+  ck_assert(r.attempts[0].align_gpus && r.attempts[0].clears_reason);
+  AttemptLimits few;
+  few.run_now_candidates = 1;
+  r = run_now_attempts(c, index, now, all, gang(2, 8, {"h100"}, Locality::nvlink_domain), {}, false, few);
+  // One candidate (its best fit, its whole unit), then, the job not being strict,
+  // anywhere on its type.
+  ck_assert_int_eq(r.attempts.size(), 3);
+  ck_assert(r.attempts[1].step == AttemptStep::whole_unit);
+  ck_assert_int_eq(r.attempts[1].nodes.size(), 4);
+  ck_assert(r.attempts[2].step == AttemptStep::any_of_type);
+  ck_assert_int_eq(r.attempts[2].nodes.size(), 8);
+
+  // No room now: without preemption nothing is offered (the GPU view is exact) and
+  // the plan's reason is recorded; with preemption, a preferred job is offered
+  // each type, then the units preemption could free; a strict one only the units.
+  for (const auto& n : {"gpu02", "gpu03", "gpu04", "gpu05", "gpu06", "gpu07", "gpu08"}) occupy(now, c, n, 8);
+  r = run_now_attempts(c, index, now, all, strict, {}, false);
+  ck_assert(r.attempts.empty());
+  ck_assert_contains(r.reason, "needs");
+  r = run_now_attempts(c, index, now, all, strict, {}, true);
+  ck_assert_int_eq(r.attempts.size(), 2);
+  ck_assert(r.attempts[0].step == AttemptStep::unit_to_preempt && !r.attempts[0].clears_reason);
+  r = run_now_attempts(c, index, now, all, gang(2, 8, {"h100"}, Locality::nvlink_domain), {}, true);
+  ck_assert(r.attempts[0].step == AttemptStep::any_of_type && r.attempts[0].clears_reason);
+  ck_assert(!r.attempts[0].align_gpus);
+  ck_assert(r.attempts.back().step == AttemptStep::unit_to_preempt);
+  AttemptLimits no_units;
+  no_units.preempt_units = 0;
+  ck_assert_int_eq(run_now_attempts(c, index, now, all, strict, {}, true, no_units).attempts.size(), 0);
+}
+END_TEST
+
 Suite* placement_suite() {
   Suite* s = suite_create("placement");
   TCase* tc = tcase_create("placement");
@@ -278,6 +345,7 @@ Suite* placement_suite() {
   tcase_add_test(tc, gpus_inside_one_nvlink_clique);
   tcase_add_test(tc, packing_leaves_more_whole_nodes_than_first_fit);
   tcase_add_test(tc, fragmentation_index);
+  tcase_add_test(tc, attempts_in_order_with_named_limits);
   suite_add_tcase(s, tc);
   return s;
 }

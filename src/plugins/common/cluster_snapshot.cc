@@ -74,13 +74,7 @@ std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_
     if (model->model_index.size() <= i) model->model_index.resize(i + 1, -1);
     model->model_index[i] = static_cast<int>(k);
   }
-  model->gpu_types = cluster->gpu_types();
-  for (size_t k = 0; k < cluster->nodes().size(); ++k) {
-    const GpuNode& n = cluster->nodes()[k];
-    if (n.gpus == 0) continue;
-    model->gpu_nodes.push_back(k);
-    model->nodes_of_type[n.gpu_type].push_back(k);
-  }
+  model->index = GpuNodeIndex::of(*cluster);
   return model;
 }
 

@@ -10,6 +10,7 @@
 
 #include "core/cluster.h"
 #include "core/config.h"
+#include "core/placement.h"
 
 struct node_record;  // slurmctld's node_record_t
 
@@ -26,11 +27,8 @@ struct ClusterModel {
   // Derived once per build, because select asks for them for every job it tests:
   // model index of each slurmctld node index (-1: not in the model),
   std::vector<int> model_index;
-  // the cluster's GPU types (Cluster::gpu_types()),
-  std::vector<std::string> gpu_types;
-  // the nodes with GPUs, and those of each GPU type, in model order.
-  std::vector<size_t> gpu_nodes;
-  std::map<std::string, std::vector<size_t>> nodes_of_type;
+  // and the GPU nodes of each type (core/placement GpuNodeIndex).
+  GpuNodeIndex index;
 };
 
 class ClusterSnapshot {

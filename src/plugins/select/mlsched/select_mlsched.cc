@@ -216,21 +216,6 @@ int inner_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, 
 }
 
 // Nodes of the acceptable GPU types (all GPU types when none is named).
-std::vector<size_t> nodes_of_types(const mlsched::plugin::ClusterModel& model, const std::vector<std::string>& types) {
-  if (types.empty()) return model.gpu_nodes;
-  if (types.size() == 1) {
-    auto it = model.nodes_of_type.find(types[0]);
-    return it == model.nodes_of_type.end() ? std::vector<size_t>() : it->second;
-  }
-  const mlsched::Cluster& cluster = model.cluster;
-  std::vector<size_t> out;
-  for (size_t k = 0; k < cluster.nodes().size(); ++k) {
-    const auto& n = cluster.nodes()[k];
-    if (n.gpus == 0) continue;
-    if (types.empty() || std::find(types.begin(), types.end(), n.gpu_type) != types.end()) out.push_back(k);
-  }
-  return out;
-}
 
 mlsched::PlacementPolicy policy_of(const mlsched::Config& config) {
   mlsched::PlacementPolicy policy;
@@ -265,44 +250,25 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     return SLURM_SUCCESS;
   };
 
+  // Which node sets to offer, in order, is core's (core/placement.h attempts).
   if (mode == SELECT_MODE_TEST_ONLY) {
-    // "Could it ever run": only the static restriction to acceptable GPU types.
-    auto [rc, trial] = attempt(nodes_of_types(*model, request.gpu_types), mode, preemptee_job_list);
+    const auto plan = mlsched::ever_fits_attempts(model->index, request);
+    auto [rc, trial] = attempt(plan.attempts.front().nodes, mode, preemptee_job_list);
     return rc == SLURM_SUCCESS ? accept(trial) : rc;
   }
 
   if (mode == SELECT_MODE_WILL_RUN) {
-    // Backfill asks when the job could start. A strict job must start inside one
-    // unit: ask cons_tres per unit it fits in (those with the most free GPUs now
-    // first) and keep the earliest answer. Any other job may widen at run-now, so
-    // one question per acceptable GPU type is enough and keeps backfill cheap.
-    std::vector<std::vector<size_t>> places;
-    const bool strict = request.mode == mlsched::LocalityMode::strict && request.locality != mlsched::Locality::any;
-    if (strict) {
-      const mlsched::ClusterState now = current_state(*model, *config);
-      mlsched::ClusterState idle = now;
-      for (auto& n : idle) n.gpu_busy.assign(n.gpu_busy.size(), false);
-      auto units = plan_placement(cluster, idle, eligible, request, policy_of(*config)).candidates;
-      auto free_now = [&](const mlsched::PlacementCandidate& c) {
-        uint32_t free = 0;
-        for (size_t k : c.unit_nodes) free += now[k].free_gpus();
-        return free;
-      };
-      std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) { return free_now(a) > free_now(b); });
-      for (const auto& u : units)
-        if (places.size() < 4) places.push_back(u.unit_nodes);
-    } else {
-      for (const auto& type : request.gpu_types.empty() ? model->gpu_types : request.gpu_types)
-        places.push_back(nodes_of_types(*model, {type}));
-    }
+    // Backfill asks when the job could start: keep the earliest answer.
+    const auto plan = mlsched::will_run_attempts(cluster, model->index, current_state(*model, *config), eligible,
+                                                 request, policy_of(*config));
     const time_t original_start = job_ptr->start_time;
     time_t best_start = 0;
     bitstr_t* best = nullptr;
     List best_preemptees = nullptr;
-    for (const auto& nodes : places) {
+    for (const auto& offer : plan.attempts) {
       List preemptees = nullptr;
       job_ptr->start_time = original_start;
-      auto [rc, trial] = attempt(nodes, mode, preemptee_job_list ? &preemptees : nullptr);
+      auto [rc, trial] = attempt(offer.nodes, mode, preemptee_job_list ? &preemptees : nullptr);
       if (rc != SLURM_SUCCESS) continue;
       if (!best || job_ptr->start_time < best_start) {
         FREE_NULL_BITMAP(best);
@@ -324,53 +290,21 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     return accept(best);
   }
 
-  // Run now (also the preemption path, with candidates to preempt).
+  // Run now (also the preemption path, with candidates to preempt): the first offer
+  // cons_tres accepts.
   const mlsched::ClusterState state = current_state(*model, *config);
-  const mlsched::PlacementPlan plan = plan_placement(cluster, state, eligible, request, policy_of(*config));
-  size_t tries = 0;
-  for (const auto& cand : plan.candidates) {
-    // The exact best-fit nodes first; cons_tres may still refuse them for CPUs or
-    // memory, so then the whole unit.
-    for (const auto* nodes : {&cand.nodes, &cand.unit_nodes}) {
-      if (++tries > 8) break;
-      if (nodes == &cand.unit_nodes && cand.unit_nodes == cand.nodes) continue;
-      auto [rc, trial] = attempt(*nodes, mode, preemptee_job_list);
-      if (rc != SLURM_SUCCESS) continue;
-      const bool preempting = preemptee_job_list && *preemptee_job_list && list_count(*preemptee_job_list) > 0;
-      if (!preempting) align_gpus_to_cliques(job_ptr, trial, *model, state);
-      set_reason(job_ptr, "");
-      return accept(trial);
-    }
+  const auto plan = mlsched::run_now_attempts(cluster, model->index, state, eligible, request, policy_of(*config),
+                                              preemptee_candidates != nullptr);
+  for (const auto& offer : plan.attempts) {
+    auto [rc, trial] = attempt(offer.nodes, mode, preemptee_job_list);
+    if (rc != SLURM_SUCCESS) continue;
+    const bool preempting = preemptee_job_list && *preemptee_job_list && list_count(*preemptee_job_list) > 0;
+    if (offer.align_gpus && !preempting) align_gpus_to_cliques(job_ptr, trial, *model, state);
+    if (offer.clears_reason) set_reason(job_ptr, "");
+    debug3("%s: %pJ placed by offer %s", kLog, job_ptr, mlsched::attempt_step_name(offer.step));
+    return accept(trial);
   }
-  // Nothing has room now by the GPU view, which is exact (the nodes' GPU bitmaps):
-  // without preemption cons_tres cannot do better, so don't ask it.
-  if (plan.candidates.empty() && !preemptee_candidates) {
-    set_reason(job_ptr, plan.reason.empty() ? "no placement in the allowed topology scope" : plan.reason);
-    return SLURM_ERROR;
-  }
-  if (request.mode == mlsched::LocalityMode::prefer || request.locality == mlsched::Locality::any) {
-    // Not strict: anywhere on one GPU type is better than waiting (the candidates
-    // above already tried the tighter places).
-    const std::vector<std::string>& types = request.gpu_types.empty() ? model->gpu_types : request.gpu_types;
-    for (const auto& type : types) {
-      auto [rc, trial] = attempt(nodes_of_types(*model, {type}), mode, preemptee_job_list);
-      if (rc != SLURM_SUCCESS) continue;
-      set_reason(job_ptr, "");
-      return accept(trial);
-    }
-  }
-  if (plan.candidates.empty() && preemptee_candidates) {
-    // Preemption may free room the "free now" view cannot see: let cons_tres look
-    // inside each unit of the allowed scopes, narrowest first.
-    mlsched::ClusterState idle = state;
-    for (auto& n : idle) n.gpu_busy.assign(n.gpu_busy.size(), false);
-    for (const auto& cand : plan_placement(cluster, idle, eligible, request, policy_of(*config)).candidates) {
-      if (++tries > 16) break;
-      auto [rc, trial] = attempt(cand.unit_nodes, mode, preemptee_job_list);
-      if (rc == SLURM_SUCCESS) return accept(trial);
-    }
-  }
-  set_reason(job_ptr, plan.reason.empty() ? "no placement in the allowed topology scope" : plan.reason);
+  set_reason(job_ptr, plan.reason);
   return SLURM_ERROR;
 }
 
