@@ -156,33 +156,14 @@ std::string SubmitPlan::user_message() const {
   return msg;
 }
 
-SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster) {
-  SubmitPlan plan;
-  const RawDirectives raw = read_directives(req.script, req.comment, req.het_component);
-  if (!raw.any()) {
-    plan.notes = raw.notes;  // ignored #MLSCHED lines are still worth a word
-    plan.notes_dropped = raw.notes_dropped;
-    return plan;
-  }
-  plan.has_directives = true;
-  ResolvedDirectives resolved = resolve_directives(raw, config);
-  plan.errors = resolved.errors;
-  plan.notes = resolved.notes;
-  plan.errors_dropped = resolved.errors_dropped;
-  plan.notes_dropped = resolved.notes_dropped;
-  if (!resolved.directives) return plan;
-  JobDirectives d = *resolved.directives;
+namespace {
 
-  GpuRequest gpus;
-  try {
-    gpus = read_gpu_request(req);
-  } catch (const std::invalid_argument& e) {
-    plan.errors.push_back(std::string("cannot read the job's GPU request: ") + e.what());
-    return plan;
-  }
+// The steps of plan_submit(), in order. Each adds its errors (or notes) to `plan`
+// and refines `d`; plan_submit stops at the first step that found errors.
 
-  // GPU types: the user's list, checked against what the cluster has and against
-  // any type already written in --gres/--gpus.
+// GPU types: the user's list, checked against what the cluster has and against any
+// type already written in --gres/--gpus; a locality needs GPUs to place.
+void check_gpu_types(JobDirectives& d, const GpuRequest& gpus, const Cluster& cluster, SubmitPlan& plan) {
   if (d.was_given("gpu-type")) {
     std::vector<std::string> canonical;
     for (const auto& t : d.gpu_types) {
@@ -213,25 +194,30 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
   if (d.was_given("locality") && d.locality != Locality::any && !gpus.any())
     plan.errors.push_back("locality=" + to_string(d.locality) +
                           " places GPUs; this job asks for none (add --gres=gpu:N or drop locality)");
-  if (!plan.errors.empty()) return plan;
+}
 
-  if (gpus.any()) {
-    GangShape gang;
-    gang.nodes = std::max<uint32_t>(1, req.min_nodes.value_or(1));
-    if (gpus.per_node) {
-      gang.gpus_per_node = gpus.per_node;
-    } else if (gpus.per_job) {
-      gang.total_gpus = gpus.per_job;
-    } else if (gpus.per_task && req.num_tasks) {
-      gang.total_gpus = gpus.per_task * *req.num_tasks;
-    }
-    if (gang.gpus_per_node || gang.total_gpus) {
-      const std::vector<std::string> types = d.gpu_types.empty() ? cluster.gpu_types() : d.gpu_types;
-      if (!types.empty()) check_locality(d, gang, types, cluster, plan);
-    }
+// The gang must fit its locality on an empty cluster, or it would wait forever.
+void check_gang(const JobDirectives& d, const GpuRequest& gpus, const JobRequest& req, const Cluster& cluster,
+                SubmitPlan& plan) {
+  if (!gpus.any()) return;
+  GangShape gang;
+  gang.nodes = std::max<uint32_t>(1, req.min_nodes.value_or(1));
+  if (gpus.per_node) {
+    gang.gpus_per_node = gpus.per_node;
+  } else if (gpus.per_job) {
+    gang.total_gpus = gpus.per_job;
+  } else if (gpus.per_task && req.num_tasks) {
+    gang.total_gpus = gpus.per_task * *req.num_tasks;
   }
-  if (!plan.errors.empty()) return plan;
+  if (gang.gpus_per_node || gang.total_gpus) {
+    const std::vector<std::string> types = d.gpu_types.empty() ? cluster.gpu_types() : d.gpu_types;
+    if (!types.empty()) check_locality(d, gang, types, cluster, plan);
+  }
+}
 
+// What Slurm is asked for so that stock Slurm honours the GPU types.
+void rewrite_gpu_types(const JobDirectives& d, const GpuRequest& gpus, const JobRequest& req, const Cluster& cluster,
+                       SubmitPlan& plan) {
   // Rewrite. One type: typed GRES, so Slurm, sacct and accounting all see the type.
   const bool untyped_request = gpus.any() && gpus.types.empty();
   if (untyped_request && d.gpu_types.size() == 1) {
@@ -260,12 +246,16 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
     if (req.features.find_first_of("|[]()") != std::string::npos)
       plan.errors.push_back("gpu-type=" + join(d.gpu_types, ",") + " cannot be combined with a --constraint "
                             "that has '|', brackets or parentheses; give one gpu-type instead");
-    if (!plan.errors.empty()) return plan;
+    if (!plan.errors.empty()) return;
     const std::string one_of = "[" + join(d.gpu_types, "|") + "]";
     plan.features = req.features.empty() ? one_of : req.features + "&" + one_of;
     if (req.prefer.empty() && !req.placement_orders_types) plan.prefer = d.gpu_types[0];
   }
 
+}
+
+// Returns false (with the error in `plan`) when the job's --signal conflicts.
+bool apply_checkpoint_signal(JobDirectives& d, const JobRequest& req, const Config& config, SubmitPlan& plan) {
   // Checkpoint signal: only when the job said it handles one. The default action
   // of USR1 kills a shell, so an unannounced signal would end jobs early.
   const bool wants_signal = d.was_given("checkpoint-signal") || d.was_given("checkpoint-grace");
@@ -273,7 +263,7 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
     if (d.was_given("checkpoint-signal") && *req.warn_signal != d.checkpoint_signal) {
       plan.errors.push_back("checkpoint-signal=" + signal_name(d.checkpoint_signal) + " conflicts with --signal=" +
                             signal_name(*req.warn_signal) + "; keep one of them");
-      return plan;
+      return false;
     }
     // The user's own --signal stands; record it as the checkpoint signal.
     d.checkpoint_signal = *req.warn_signal;
@@ -285,6 +275,10 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
     plan.warn_batch_only = true;
   }
 
+  return true;
+}
+
+void apply_requeue(const JobDirectives& d, const JobRequest& req, SubmitPlan& plan) {
   // A preemptible or restartable job must come back, not be cancelled.
   if (d.preemptible || d.max_restarts > 0) {
     if (req.requeue && !*req.requeue) {
@@ -294,6 +288,43 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
       plan.requeue = true;
     }
   }
+
+}
+
+}  // namespace
+
+SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster) {
+  SubmitPlan plan;
+  const RawDirectives raw = read_directives(req.script, req.comment, req.het_component);
+  if (!raw.any()) {
+    plan.notes = raw.notes;  // ignored #MLSCHED lines are still worth a word
+    plan.notes_dropped = raw.notes_dropped;
+    return plan;
+  }
+  plan.has_directives = true;
+  ResolvedDirectives resolved = resolve_directives(raw, config);
+  plan.errors = resolved.errors;
+  plan.notes = resolved.notes;
+  plan.errors_dropped = resolved.errors_dropped;
+  plan.notes_dropped = resolved.notes_dropped;
+  if (!resolved.directives) return plan;
+  JobDirectives d = *resolved.directives;
+
+  GpuRequest gpus;
+  try {
+    gpus = read_gpu_request(req);
+  } catch (const std::invalid_argument& e) {
+    plan.errors.push_back(std::string("cannot read the job's GPU request: ") + e.what());
+    return plan;
+  }
+  check_gpu_types(d, gpus, cluster, plan);
+  if (!plan.errors.empty()) return plan;
+  check_gang(d, gpus, req, cluster, plan);
+  if (!plan.errors.empty()) return plan;
+  rewrite_gpu_types(d, gpus, req, cluster, plan);
+  if (!plan.errors.empty()) return plan;
+  if (!apply_checkpoint_signal(d, req, config, plan)) return plan;
+  apply_requeue(d, req, plan);
 
   plan.directives = d;
   plan.stored = std::string(kStoredPrefix) + " " + d.to_string();
