@@ -495,30 +495,11 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
 
 }  // namespace
 
-int cmd_why(Args& args) {
-  if (args.flag("--help") || args.flag("-h")) {
-    fputs(kWhyHelp, stdout);
-    for (const auto& d : wait_reason_docs()) printf("  %-26s %s\n", d.code, d.meaning);
-    return 0;
-  }
-  const bool json = args.flag("--json");
-  const std::string id_text = args.positional();
-  args.expect_no_more("why");
-  if (id_text.empty()) throw UsageError("which job? give a job id");
-  const auto id = parse_uint(id_text);
-  if (!id || *id == 0 || *id > 0xfffffff0ULL) throw UsageError("'" + id_text + "' is not a job id");
+namespace {
 
-  slurm_init(nullptr);
-  JobsMsg target;
-  if (slurm_load_job(&target.msg, static_cast<uint32_t>(*id), SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS) {
-    const int err = slurm_get_errno();
-    if (err == ESLURM_INVALID_JOB_ID) throw ToolError("job " + id_text + " does not exist (or has left Slurm's memory)");
-    throw ToolError(slurm_error("cannot read job " + id_text + " from slurmctld"));
-  }
-  if (!target.msg || target.msg->record_count == 0) throw ToolError("job " + id_text + " does not exist");
-  const slurm_job_info_t& j = target.msg->job_array[0];
-
-  const time_t now = time(nullptr);
+// The job itself, as `mlsched why` explains it: Slurm's view, mlsched's record,
+// its checkpoint (read with the job owner's rights) and its upstream jobs.
+JobFacts facts_of(const slurm_job_info_t& j, time_t now) {
   JobFacts job;
   job.job_id = j.job_id;
   job.name = str(j.name);
@@ -569,19 +550,13 @@ int cmd_why(Args& args) {
     }
     job.upstream.push_back(up);
   }
+  return job;
+}
 
-  Cluster cluster;
-  Snapshot snap;
-  std::vector<std::string> notes;
-  load_cluster(cluster, snap.state, notes, nullptr);
-  snap.cluster = &cluster;
-  snap.now = now;
-
-  JobsMsg all;
-  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS)
-    throw ToolError(slurm_error("cannot read the job list from slurmctld"));
-  for (uint32_t i = 0; i < all.msg->record_count; ++i) {
-    const slurm_job_info_t& o = all.msg->job_array[i];
+// Every running and pending job of the cluster, for the counterfactuals and rank.
+void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
+  for (uint32_t i = 0; i < msg->record_count; ++i) {
+    const slurm_job_info_t& o = msg->job_array[i];
     const uint32_t base = o.job_state & JOB_STATE_BASE;
     if (base == JOB_RUNNING || base == JOB_SUSPENDED) {
       RunningJob rj;
@@ -600,12 +575,53 @@ int cmd_why(Args& args) {
       pj.partition = str(o.partition);
       pj.account = str(o.account);
       pj.priority = o.priority;
-      const GpuNeed r = request_of(o, parse_stored_directives(str(o.admin_comment)));
+      const GpuNeed r = request_of(o, decode_job_record(str(o.admin_comment)).directives);
       pj.gpu_types = r.gpu_types;
       pj.gpus = r.total_gpus();
       if (pj.gpus > 0) snap.pending.push_back(pj);
     }
   }
+}
+
+}  // namespace
+
+int cmd_why(Args& args) {
+  if (args.flag("--help") || args.flag("-h")) {
+    fputs(kWhyHelp, stdout);
+    for (const auto& d : wait_reason_docs()) printf("  %-26s %s\n", d.code, d.meaning);
+    return 0;
+  }
+  const bool json = args.flag("--json");
+  const std::string id_text = args.positional();
+  args.expect_no_more("why");
+  if (id_text.empty()) throw UsageError("which job? give a job id");
+  const auto id = parse_uint(id_text);
+  if (!id || *id == 0 || *id > 0xfffffff0ULL) throw UsageError("'" + id_text + "' is not a job id");
+
+  slurm_init(nullptr);
+  JobsMsg target;
+  if (slurm_load_job(&target.msg, static_cast<uint32_t>(*id), SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS) {
+    const int err = slurm_get_errno();
+    if (err == ESLURM_INVALID_JOB_ID) throw ToolError("job " + id_text + " does not exist (or has left Slurm's memory)");
+    throw ToolError(slurm_error("cannot read job " + id_text + " from slurmctld"));
+  }
+  if (!target.msg || target.msg->record_count == 0) throw ToolError("job " + id_text + " does not exist");
+  const slurm_job_info_t& j = target.msg->job_array[0];
+
+  const time_t now = time(nullptr);
+  const JobFacts job = facts_of(j, now);
+
+  Cluster cluster;
+  Snapshot snap;
+  std::vector<std::string> notes;
+  load_cluster(cluster, snap.state, notes, nullptr);
+  snap.cluster = &cluster;
+  snap.now = now;
+
+  JobsMsg all;
+  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS)
+    throw ToolError(slurm_error("cannot read the job list from slurmctld"));
+  add_other_jobs(snap, all.msg);
 
   load_teams(snap, cluster, all.msg, notes);
 
