@@ -150,66 +150,57 @@ void report_checkpoint(uint32_t job_id, int64_t time) {
 
 }  // namespace
 
-int cmd_run(Args& args) {
-  // First, so that the command's own options are never taken for ours.
-  std::vector<std::string> command = args.rest_after("--");
-  if (args.flag("--help")) {
-    fputs(kRunHelp, stdout);
-    return 0;
-  }
-  std::string dir = args.value("--checkpoint-dir");
+namespace {
+
+// What `mlsched run` was asked to do, with the job's directives applied.
+struct RunSettings {
+  std::vector<std::string> command;
+  std::string dir;                 // absolute
+  int checkpoint_signal = SIGUSR1;
+  uint32_t restart = 0;
+  bool requeue_when_checkpointed = true;
+};
+
+RunSettings settings_of(Args& args, std::vector<std::string> command) {
+  RunSettings r;
+  r.command = std::move(command);
+  r.dir = args.value("--checkpoint-dir");
   const std::string signal_text = args.value("--signal");
   const bool no_requeue = args.flag("--no-requeue");
   args.expect_no_more("run");
-  if (command.empty()) throw UsageError("no command to run after --");
+  if (r.command.empty()) throw UsageError("no command to run after --");
   // Absolute, so that MLSCHED_CHECKPOINT_DIR means the same after the training chdirs.
   char cwd[4096];
   if (!getcwd(cwd, sizeof cwd)) throw ToolError(std::string("cannot read the working directory: ") + strerror(errno));
-  if (dir.empty()) {
+  if (r.dir.empty()) {
     const std::string job_id = env("SLURM_JOB_ID");
     if (job_id.empty()) throw UsageError("not inside a Slurm job: give --checkpoint-dir");
     // The job's working directory (sbatch -D, else where it was submitted): the
     // requeued job starts there again, so it finds its checkpoints.
-    dir = std::string(cwd) + "/mlsched-checkpoints/" + job_id;
-  } else if (dir[0] != '/') {
-    dir = std::string(cwd) + "/" + dir;
+    r.dir = std::string(cwd) + "/mlsched-checkpoints/" + job_id;
+  } else if (r.dir[0] != '/') {
+    r.dir = std::string(cwd) + "/" + r.dir;
   }
   const auto directives = job_directives();
-  int checkpoint_signal = directives && directives->checkpoint_signal ? directives->checkpoint_signal : SIGUSR1;
+  if (directives && directives->checkpoint_signal) r.checkpoint_signal = directives->checkpoint_signal;
   if (!signal_text.empty()) {
-    auto s = parse_signal(signal_text);
-    if (!s) throw UsageError("--signal " + signal_text + " is not a signal a job may use");
-    checkpoint_signal = *s;
+    auto sig = parse_signal(signal_text);
+    if (!sig) throw UsageError("--signal " + signal_text + " is not a signal a job may use");
+    r.checkpoint_signal = *sig;
   }
-  const uint32_t restart = restart_count();
+  r.restart = restart_count();
   // max-restarts bounds how often the job comes back by itself.
-  bool requeue_when_checkpointed = !no_requeue;
-  if (requeue_when_checkpointed && directives && restart >= directives->max_restarts) {
-    fprintf(stderr, "mlsched run: restart %u reached max-restarts=%u: this run will not requeue itself\n", restart,
+  r.requeue_when_checkpointed = !no_requeue;
+  if (r.requeue_when_checkpointed && directives && r.restart >= directives->max_restarts) {
+    fprintf(stderr, "mlsched run: restart %u reached max-restarts=%u: this run will not requeue itself\n", r.restart,
             directives->max_restarts);
-    requeue_when_checkpointed = false;
+    r.requeue_when_checkpointed = false;
   }
+  return r;
+}
 
-  // The job's user owns the directory, or the job does not start: a directory
-  // another user prepared (a shared work directory) could hand it their checkpoint.
-  const RunStart start = begin_run(dir, restart, geteuid());
-  if (!start.ok) throw ToolError(start.error);
-  if (!start.note.empty()) fprintf(stderr, "mlsched run: %s\n", start.note.c_str());
-  fprintf(stderr, "mlsched run: restart %u, checkpoints in %s, resuming from %s\n", restart, dir.c_str(),
-          start.resume_from.empty() ? "nothing (first start)" : start.resume_from.c_str());
-
-  setenv("MLSCHED_CHECKPOINT_DIR", dir.c_str(), 1);
-  setenv("MLSCHED_RESUME_FROM", start.resume_from.c_str(), 1);
-  setenv("MLSCHED_RESTART_COUNT", std::to_string(restart).c_str(), 1);
-  setenv("MLSCHED_CHECKPOINT_SIGNAL", signal_name(checkpoint_signal).c_str(), 1);
-
-  // Signals are taken synchronously (sigwaitinfo): blocked before the fork so none
-  // is lost between fork and wait, unblocked again in the child before exec.
-  sigset_t forwarded;
-  sigemptyset(&forwarded);
-  for (int s : {checkpoint_signal, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&forwarded, s);
-  sigset_t previous;
-  sigprocmask(SIG_BLOCK, &forwarded, &previous);
+// Starts the training with the signal mask it would have had without us.
+pid_t start_training(std::vector<std::string>& command, const sigset_t& previous) {
   const pid_t child = fork();
   if (child < 0) throw ToolError(std::string("cannot fork: ") + strerror(errno));
   if (child == 0) {
@@ -221,9 +212,27 @@ int cmd_run(Args& args) {
     fprintf(stderr, "mlsched run: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(127);
   }
-  // After a checkpoint signal, once the training reports a checkpoint newer than
-  // the signal, the job gives its GPUs back at once by requeueing itself rather
-  // than holding them for the rest of its grace time.
+  return child;
+}
+
+// After a checkpoint signal, once the training reports a checkpoint newer than the
+// signal, the job gives its GPUs back at once by requeueing itself rather than
+// holding them for the rest of its grace time. Returns true once it asked.
+bool requeue_if_checkpointed(const RunSettings& r, uint32_t job_id, int64_t asked_at) {
+  const LatestCheckpoint latest = read_latest_checkpoint(r.dir, geteuid());
+  const auto& record = latest.record;
+  if (!record || record->restart != r.restart || record->time < asked_at) return false;
+  fprintf(stderr, "mlsched run: checkpoint %s complete; requeueing job %u to give its GPUs back\n",
+          record->path.c_str(), job_id);
+  if (slurm_requeue(job_id, 0) != SLURM_SUCCESS)
+    fprintf(stderr, "mlsched run: requeue failed (%s); Slurm requeues it when its grace ends\n",
+            slurm_strerror(slurm_get_errno()));
+  return true;
+}
+
+// Passes signals on to the training until it ends; returns its exit status as a
+// shell would.
+int supervise(const RunSettings& r, pid_t child, const sigset_t& forwarded) {
   const auto job_id = parse_uint(env("SLURM_JOB_ID"));
   int64_t asked_at = 0;  // when the checkpoint signal came; 0 = none pending
   for (;;) {
@@ -231,26 +240,15 @@ int cmd_run(Args& args) {
     const struct timespec poll = {1, 0};
     const int sig = asked_at ? sigtimedwait(&forwarded, &info, &poll) : sigwaitinfo(&forwarded, &info);
     if (sig < 0) {
-      if (errno == EAGAIN && asked_at && requeue_when_checkpointed && job_id) {
-        {
-          const LatestCheckpoint latest = read_latest_checkpoint(dir, geteuid());
-          const auto& record = latest.record;
-          if (record && record->restart == restart && record->time >= asked_at) {
-            fprintf(stderr, "mlsched run: checkpoint %s complete; requeueing job %s to give its GPUs back\n",
-                    record->path.c_str(), env("SLURM_JOB_ID").c_str());
-            if (slurm_requeue(static_cast<uint32_t>(*job_id), 0) != SLURM_SUCCESS)
-              fprintf(stderr, "mlsched run: requeue failed (%s); Slurm requeues it when its grace ends\n",
-                      slurm_strerror(slurm_get_errno()));
-            asked_at = 0;
-          }
-        }
+      if (errno == EAGAIN && asked_at && r.requeue_when_checkpointed && job_id) {
+        if (requeue_if_checkpointed(r, static_cast<uint32_t>(*job_id), asked_at)) asked_at = 0;
         continue;
       }
       if (errno == EINTR || errno == EAGAIN) continue;
       throw ToolError(std::string("sigwaitinfo: ") + strerror(errno));
     }
     if (sig != SIGCHLD) {
-      if (sig == checkpoint_signal) {
+      if (sig == r.checkpoint_signal) {
         fprintf(stderr, "mlsched run: checkpoint signal %s, passing it on\n", signal_name(sig).c_str());
         if (!asked_at) asked_at = static_cast<int64_t>(time(nullptr));
       }
@@ -264,6 +262,41 @@ int cmd_run(Args& args) {
       if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
     }
   }
+}
+
+}  // namespace
+
+int cmd_run(Args& args) {
+  // First, so that the command's own options are never taken for ours.
+  std::vector<std::string> command = args.rest_after("--");
+  if (args.flag("--help")) {
+    fputs(kRunHelp, stdout);
+    return 0;
+  }
+  RunSettings r = settings_of(args, std::move(command));
+
+  // The job's user owns the directory, or the job does not start: a directory
+  // another user prepared (a shared work directory) could hand it their checkpoint.
+  const RunStart start = begin_run(r.dir, r.restart, geteuid());
+  if (!start.ok) throw ToolError(start.error);
+  if (!start.note.empty()) fprintf(stderr, "mlsched run: %s\n", start.note.c_str());
+  fprintf(stderr, "mlsched run: restart %u, checkpoints in %s, resuming from %s\n", r.restart, r.dir.c_str(),
+          start.resume_from.empty() ? "nothing (first start)" : start.resume_from.c_str());
+
+  setenv("MLSCHED_CHECKPOINT_DIR", r.dir.c_str(), 1);
+  setenv("MLSCHED_RESUME_FROM", start.resume_from.c_str(), 1);
+  setenv("MLSCHED_RESTART_COUNT", std::to_string(r.restart).c_str(), 1);
+  setenv("MLSCHED_CHECKPOINT_SIGNAL", signal_name(r.checkpoint_signal).c_str(), 1);
+
+  // Signals are taken synchronously (sigwaitinfo): blocked before the fork so none
+  // is lost between fork and wait, unblocked again in the child before exec.
+  sigset_t forwarded;
+  sigemptyset(&forwarded);
+  for (int sig : {r.checkpoint_signal, SIGTERM, SIGINT, SIGHUP, SIGUSR1, SIGUSR2, SIGCHLD}) sigaddset(&forwarded, sig);
+  sigset_t previous;
+  sigprocmask(SIG_BLOCK, &forwarded, &previous);
+  const pid_t child = start_training(r.command, previous);
+  return supervise(r, child, forwarded);
 }
 
 int cmd_ckpt(Args& args) {
