@@ -131,15 +131,11 @@ std::vector<bool> running_borrowing_of(const OpsSnapshot& snap) {
 }
 }  // namespace
 
-OpsSummary summarize(const OpsSnapshot& snap) {
-  if (!snap.cluster) throw std::invalid_argument("summarize: snapshot without a cluster");
-  const auto& nodes = snap.cluster->nodes();
-  if (snap.state.size() != nodes.size() || snap.health.size() != nodes.size())
-    throw std::invalid_argument("summarize: node state and health must be parallel to the cluster's nodes");
-  OpsSummary s;
-  s.now = snap.now;
-  s.nodes = static_cast<uint32_t>(nodes.size());
+namespace {
 
+// Nodes by state, the unavailable ones, and GPUs by type and NVLink domain.
+void summarize_nodes(const OpsSnapshot& snap, OpsSummary& s) {
+  const auto& nodes = snap.cluster->nodes();
   for (size_t i = 0; i < nodes.size(); ++i) {
     const GpuNode& n = nodes[i];
     const NodeState& ns = snap.state[i];
@@ -162,7 +158,10 @@ OpsSummary summarize(const OpsSnapshot& snap) {
   }
   std::sort(s.unavailable_nodes.begin(), s.unavailable_nodes.end(),
             [](const UnavailableNode& a, const UnavailableNode& b) { return a.name < b.name; });
+}
 
+// Each team's shares, entitlement, running jobs and borrowed GPUs.
+void summarize_teams(const OpsSnapshot& snap, OpsSummary& s) {
   for (const auto& t : snap.teams) {
     TeamSummary& row = s.teams[t.team];
     row.has_shares = true;
@@ -183,7 +182,10 @@ OpsSummary summarize(const OpsSnapshot& snap) {
       s.restarts += j.restarts;
     }
   }
+}
 
+// Pending jobs: per team, per Slurm reason, and the queue-wait histogram.
+void summarize_queue(const OpsSnapshot& snap, OpsSummary& s) {
   const auto& bounds = queue_wait_buckets();
   s.wait_bucket_counts.assign(bounds.size() + 1, 0);
   std::vector<int64_t> waits;
@@ -207,7 +209,10 @@ OpsSummary summarize(const OpsSnapshot& snap) {
   s.wait_p50 = percentile(waits, 50);
   s.wait_p90 = percentile(waits, 90);
   s.wait_max = percentile(waits, 100);
-  s.fragmentation = measure_fragmentation(*snap.cluster, snap.state);
+}
+
+// Interrupted runs (from accounting) and preemptions per team.
+void summarize_interruptions(const OpsSnapshot& snap, OpsSummary& s) {
   s.accounting_read = snap.accounting_read;
   if (snap.accounting_read) {
     for (const auto& cause : interruption_causes()) s.interrupted[cause];
@@ -230,6 +235,23 @@ OpsSummary summarize(const OpsSnapshot& snap) {
       p->other_requeues += other;
     }
   }
+}
+
+}  // namespace
+
+OpsSummary summarize(const OpsSnapshot& snap) {
+  if (!snap.cluster) throw std::invalid_argument("summarize: snapshot without a cluster");
+  const auto& nodes = snap.cluster->nodes();
+  if (snap.state.size() != nodes.size() || snap.health.size() != nodes.size())
+    throw std::invalid_argument("summarize: node state and health must be parallel to the cluster's nodes");
+  OpsSummary s;
+  s.now = snap.now;
+  s.nodes = static_cast<uint32_t>(nodes.size());
+  summarize_nodes(snap, s);
+  summarize_teams(snap, s);
+  summarize_queue(snap, s);
+  s.fragmentation = measure_fragmentation(*snap.cluster, snap.state);
+  summarize_interruptions(snap, s);
   return s;
 }
 
