@@ -148,6 +148,10 @@ std::string JobDirectives::to_string() const {
   return s;
 }
 
+// Long (~100 lines) on purpose: one short block per directive key, in the order of
+// directive_keys(), each reading its value over the job type's defaults with its
+// own message. Split up, a key's check would sit apart from the default it
+// overrides, and the blocks share only `get` and `fail`.
 ResolvedDirectives resolve_directives(const RawDirectives& raw, const Config& config) {
   ResolvedDirectives out;
   out.errors = raw.errors;

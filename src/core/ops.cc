@@ -343,6 +343,9 @@ void MetricsWriter::sample(const Labels& labels, double value, const std::string
   out_ += line + " " + format_value(value) + "\n";
 }
 
+// Long (~115 lines) on purpose: one metric family after another, in the order a
+// scrape shows them, each with its help text beside its samples; there is no
+// logic to factor out beyond MetricsWriter.
 std::string format_metrics(const OpsSummary& s) {
   MetricsWriter w;
   const char* const states[] = {"allocated", "idle", "unavailable"};
@@ -462,6 +465,9 @@ std::string format_metrics(const OpsSummary& s) {
 
 // ---- mlsched top ---------------------------------------------------------------
 
+// Long (~120 lines) on purpose: the screen top to bottom (header, GPUs by type,
+// domains, teams, queue, unavailable nodes, GPU map), so that the code reads like
+// its output; each section is a few lines of formatting.
 std::string format_top(const OpsSummary& s, bool colour) {
   std::string out;
   char when[32] = "";

@@ -677,6 +677,8 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   return rep;
 }
 
+// Long (~135 lines) on purpose: the screen top to bottom, one short block per line
+// of output in the order users read it; the decisions were made in explain().
 std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
   std::string out;
   // Job names, users' paths and Slurm's reasons are users' text: no raw control

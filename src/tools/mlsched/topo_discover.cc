@@ -71,6 +71,9 @@ int trailing_number(const std::string& s) {
 
 }  // namespace
 
+// A little over 80 lines: one walk of hwloc's tree (GPUs, their PCI parents, the
+// NVLink bandwidth matrix), kept together because each step uses the objects the
+// previous one found.
 Discovery discover(hwloc_topology_t topo) {
   Discovery d;
   std::map<hwloc_obj_t, size_t> by_pci;

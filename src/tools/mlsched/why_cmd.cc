@@ -345,6 +345,8 @@ void load_teams(Snapshot& snap, const Cluster& cluster, const job_info_msg_t* jo
     for (const auto& [type, n] : cluster_gpus) v.guaranteed[type] = quotas.guaranteed(team, type);
 }
 
+// Long (~145 lines) on purpose: the JSON document field by field, in the order of
+// format_why()'s screen, so the two stay easy to compare; no logic here.
 json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::vector<std::string>& notes) {
   json_object* root = json_object_new_object();
   json_object_object_add(root, "job_id", json_object_new_int64(job.job_id));

@@ -328,6 +328,76 @@ void rebuild_from_job_table(const mlsched::GpuWeights& weights) {
 }
 
 // One pass; see the file comment. Returns the ledger's text to save.
+// The jobs of one pass, from the job table (caller holds the job write lock).
+struct PassJobs {
+  std::vector<job_record_t*> pending;  // parallel to PassInput::pending
+  std::vector<job_record_t*> running;  // parallel to PassInput::running
+  // Every pending job loses its borrowing mark, held ones (priority 0) and ones an
+  // admin prioritised too, though only the others are priced: this pass marks the
+  // job table seen, so the mark pass would not look at them again until the next
+  // change, and a held requeued victim would keep `borrowing=yes` while it waits.
+  std::vector<job_record_t*> unmark;
+};
+
+PassJobs gather_jobs(const mlsched::Config& config, const mlsched::GpuWeights& weights, mlsched::PassInput& in) {
+  PassJobs jobs;
+  if (job_list) {
+    ListIterator it = list_iterator_create(job_list);
+    while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
+      if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) {
+        // A suspended job holds its GPUs but runs nothing: charged only while running.
+        if (IS_JOB_RUNNING(job_ptr)) {
+          in.running.push_back(running_job(job_ptr, weights));
+          jobs.running.push_back(job_ptr);
+        }
+      } else if (IS_JOB_PENDING(job_ptr)) {
+        if (job_ptr->admin_comment) jobs.unmark.push_back(job_ptr);
+        if (job_ptr->priority != 0 && !job_ptr->direct_set_prio) {
+          jobs.pending.push_back(job_ptr);
+          in.pending.push_back(pending_job(job_ptr, config));
+        }
+      }
+    }
+    list_iterator_destroy(it);
+  }
+  return jobs;
+}
+
+// Jobs charged before that are no longer running: settle those job_end() missed
+// (it is only called when AccountingStorageEnforce has limits) or that ended while
+// slurmctld was down. Caller holds the job write lock and g_mutex.
+void settle_missed_runs(const mlsched::PassInput& in, const mlsched::GpuWeights& weights, time_t now) {
+  std::map<uint32_t, bool> running_ids;
+  for (const auto& r : in.running) running_ids[r.job_id] = true;
+  for (uint32_t id : g_ledger.tracked_job_ids()) {
+    if (running_ids.count(id)) continue;
+    job_record_t* job_ptr = find_job_record(id);
+    if (!job_ptr) {
+      g_ledger.forget(id);
+    } else if (!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) {
+      // A requeued batch job is pending again with its run's start and end
+      // cleared: it ran up to where it was last charged, no further.
+      int64_t end = job_ptr->end_time;
+      if (!end) end = job_ptr->start_time ? now : g_ledger.charged_through(id).value_or(now);
+      record_run_end(job_ptr,
+                     g_ledger.settle_run(running_job(job_ptr, weights), end, charged_until(job_ptr, end)));
+    }
+  }
+}
+
+// Each team's standing, where sshare and sprio read it (assoc_mgr write lock held).
+void publish_standing(const mlsched::PassResult& result) {
+  if (assoc_mgr_assoc_list) {
+    ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
+    while (auto* assoc = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
+      if (!assoc->acct) continue;
+      auto s = result.standing.find(assoc->acct);
+      if (s != result.standing.end()) publish_to_assoc(assoc, s->second, g_ledger.decayed(assoc->acct));
+    }
+    list_iterator_destroy(it);
+  }
+}
+
 std::string run_pass(const mlsched::Config& config) {
   slurmctld_lock_t job_write = {NO_LOCK, WRITE_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};
   assoc_mgr_lock_t assoc_write = {WRITE_LOCK, NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
@@ -342,76 +412,25 @@ std::string run_pass(const mlsched::Config& config) {
     mlsched::PassInput in;
     in.cluster_gpus_by_type = cluster_gpus_by_type();
     in.teams = teams_from_assoc_mgr();
-    std::vector<job_record_t*> pending_ptrs;
-    std::vector<job_record_t*> running_ptrs;  // parallel to in.running
-    // Every pending job loses its borrowing mark, held ones (priority 0) and ones an
-    // admin prioritised too, though only the others are priced: this pass marks the
-    // job table seen, so the mark pass would not look at them again until the next
-    // change, and a held requeued victim would keep `borrowing=yes` while it waits.
-    std::vector<job_record_t*> unmark_ptrs;
-    if (job_list) {
-      ListIterator it = list_iterator_create(job_list);
-      while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
-        if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) {
-          // A suspended job holds its GPUs but runs nothing: charged only while running.
-          if (IS_JOB_RUNNING(job_ptr)) {
-            in.running.push_back(running_job(job_ptr, weights));
-            running_ptrs.push_back(job_ptr);
-          }
-        } else if (IS_JOB_PENDING(job_ptr)) {
-          if (job_ptr->admin_comment) unmark_ptrs.push_back(job_ptr);
-          if (job_ptr->priority != 0 && !job_ptr->direct_set_prio) {
-            pending_ptrs.push_back(job_ptr);
-            in.pending.push_back(pending_job(job_ptr, config));
-          }
-        }
-      }
-      list_iterator_destroy(it);
-    }
+    const PassJobs jobs = gather_jobs(config, weights, in);
     std::lock_guard<std::mutex> guard(g_mutex);
     g_ledger.set_half_life(half_life(config));
-    // Jobs charged before that are no longer running: settle those job_end() missed
-    // (it is only called when AccountingStorageEnforce has limits) or that ended
-    // while slurmctld was down.
-    std::map<uint32_t, bool> running_ids;
-    for (const auto& r : in.running) running_ids[r.job_id] = true;
-    for (uint32_t id : g_ledger.tracked_job_ids()) {
-      if (running_ids.count(id)) continue;
-      job_record_t* job_ptr = find_job_record(id);
-      if (!job_ptr) {
-        g_ledger.forget(id);
-      } else if (!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) {
-        // A requeued batch job is pending again with its run's start and end
-        // cleared: it ran up to where it was last charged, no further.
-        int64_t end = job_ptr->end_time;
-        if (!end) end = job_ptr->start_time ? now : g_ledger.charged_through(id).value_or(now);
-        record_run_end(job_ptr,
-                       g_ledger.settle_run(running_job(job_ptr, weights), end, charged_until(job_ptr, end)));
-      }
-    }
+    settle_missed_runs(in, weights, now);
     if (g_rebuild_usage) {
       rebuild_from_job_table(weights);
       g_rebuild_usage = false;
     }
     const mlsched::PassResult result = mlsched::priority_pass(config, g_ledger, in, now);
-    for (size_t i = 0; i < pending_ptrs.size(); ++i) {
-      pending_ptrs[i]->priority = result.pending[i].total;
-      store_factors(pending_ptrs[i], result.pending[i]);
+    for (size_t i = 0; i < jobs.pending.size(); ++i) {
+      jobs.pending[i]->priority = result.pending[i].total;
+      store_factors(jobs.pending[i], result.pending[i]);
     }
-    if (assoc_mgr_assoc_list) {
-      ListIterator it = list_iterator_create(assoc_mgr_assoc_list);
-      while (auto* assoc = static_cast<slurmdb_assoc_rec_t*>(list_next(it))) {
-        if (!assoc->acct) continue;
-        auto s = result.standing.find(assoc->acct);
-        if (s != result.standing.end()) publish_to_assoc(assoc, s->second, g_ledger.decayed(assoc->acct));
-      }
-      list_iterator_destroy(it);
-    }
-    const bool marks_changed = mark_borrowing(running_ptrs, result.running_borrowing, unmark_ptrs);
+    publish_standing(result);
+    const bool marks_changed = mark_borrowing(jobs.running, result.running_borrowing, jobs.unmark);
     g_standing = result.standing;
     g_in_use = result.in_use;
     g_cluster_gpus = in.cluster_gpus_by_type;
-    if (!pending_ptrs.empty() || marks_changed) last_job_update = now;
+    if (!jobs.pending.empty() || marks_changed) last_job_update = now;
     note_job_table_seen();
     saved = g_ledger.serialize();
   } catch (...) {
