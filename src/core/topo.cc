@@ -187,7 +187,7 @@ std::string format_topology(const NodeTopology& topo) {
       count += static_cast<uint32_t>(c.size());
     }
     out += "#   " + type + ": " + std::to_string(count) + " GPUs, NVLink cliques " + join(groups, " ") +
-           " (NvlinkCliques=" + join(sizes, ",") + ")\n";
+           " (clique sizes " + join(sizes, ",") + ")\n";
   }
   for (size_t i = 0; i < topo.gpus.size(); ++i) {
     const auto& g = topo.gpus[i];

@@ -75,4 +75,12 @@ else
   echo "$out" | grep -q "key LargeGangNodes is accepted by the code but not documented" &&
     echo "PASS: an undocumented key is caught" || fail "unexpected message for a missing key: $out"
 fi
+# The version the tool prints (configure's, through mlsched_config.h) is the one
+# each page's header names.
+version=$("$tool" --version)
+case "$version" in "mlsched "[0-9]*) ;; *) fail "mlsched --version printed '$version'";; esac
+for page in mlsched.1 mlsched.conf.5 mlsched-directives.7; do
+  grep -q "^\.TH .*\"$version\"" "$doc/$page" || fail "$page: its .TH line does not name '$version'"
+done
+[ $status -eq 0 ] && echo "PASS: mlsched --version and the pages agree: $version"
 exit $status

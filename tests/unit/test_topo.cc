@@ -58,7 +58,7 @@ START_TEST(nvswitch_node_is_one_clique) {
   ck_assert_int_eq(t.cliques["nvidia_h100_80gb_hbm3"].size(), 1);
   const std::string out = format_topology(t);
   ck_assert_contains(out, "NodeName=n1 Name=gpu Type=nvidia_h100_80gb_hbm3 File=/dev/nvidia0 Cores=0-1 Links=-1,18,18,18\n");
-  ck_assert_contains(out, "NVLink cliques [0-3] (NvlinkCliques=4)");
+  ck_assert_contains(out, "NVLink cliques [0-3] (clique sizes 4)");
 }
 END_TEST
 

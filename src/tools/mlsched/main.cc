@@ -4,6 +4,7 @@
 #include <cstring>
 #include <exception>
 
+#include "mlsched_config.h"  // PACKAGE_VERSION, from configure
 #include "tools/mlsched/cli.h"
 
 namespace mlsched::tool {
@@ -23,7 +24,8 @@ const char* const kHelp =
     "                signal, tells it the checkpoint to resume from\n"
     "  ckpt done P   marks checkpoint P complete (from a process under `mlsched run`)\n"
     "\n"
-    "Every command takes --help; why, topo and top also take --json.\n";
+    "Every command takes --help; why, topo and top also take --json.\n"
+    "mlsched --version prints the version.\n";
 
 }  // namespace
 
@@ -98,6 +100,10 @@ int main(int argc, char** argv) {
   if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
     fputs(kHelp, argc < 2 ? stderr : stdout);
     return argc < 2 ? 2 : 0;
+  }
+  if (!strcmp(argv[1], "--version")) {
+    printf("mlsched %s\n", PACKAGE_VERSION);
+    return 0;
   }
   const std::string command = argv[1];
   Args args(std::vector<std::string>(argv + 2, argv + argc));
