@@ -2,6 +2,7 @@
 #include "core/job_record.h"
 
 #include <algorithm>
+#include <cmath>
 #include <ctime>
 
 #include "core/text.h"
@@ -132,6 +133,19 @@ std::string JobRecord::encode() const {
 }
 
 JobMarks read_marks(std::string_view admin_comment) { return decode_job_record(admin_comment).marks; }
+
+bool runs_again(const RunEndState& s) { return s.requeue_flag || s.pending || s.preempted || s.node_failed; }
+
+std::string with_run_end_recorded(std::string_view admin_comment, double run_gpu_seconds, int64_t submit_time) {
+  const JobMarks marks = read_marks(admin_comment);
+  std::string text(admin_comment);
+  if (run_gpu_seconds >= 0.5)
+    text = with_stored_token(text, mark_key::attained_gpu_seconds,
+                             std::to_string(std::llround(marks.attained_gpu_seconds + run_gpu_seconds)));
+  if (!marks.first_submit && submit_time > 0)
+    text = with_stored_token(text, mark_key::first_submit, std::to_string(submit_time));
+  return text;
+}
 
 // ---- cache -----------------------------------------------------------------------
 

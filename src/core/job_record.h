@@ -106,6 +106,22 @@ JobRecord decode_job_record(std::string_view admin_comment);
 
 JobMarks read_marks(std::string_view admin_comment);
 
+// How a run ended, as a shell reads Slurm's job state.
+struct RunEndState {
+  bool requeue_flag = false;  // JOB_REQUEUE*: being requeued
+  bool pending = false;       // already pending again (requeued)
+  bool preempted = false;     // JOB_PREEMPTED
+  bool node_failed = false;   // JOB_NODE_FAIL (requeued after a node failure)
+};
+// The one definition of "this job will run again" (a new run of the same job
+// follows): its attained service and first submit time must then be kept.
+bool runs_again(const RunEndState& s);
+// The admin comment after a run that will be followed by another: the run's
+// GPU-seconds added to attained-gpu-seconds (when at least half a second), and
+// first-submit set to `submit_time` unless an earlier run set it. Pure string work
+// (callers hold the job write lock).
+std::string with_run_end_recorded(std::string_view admin_comment, double run_gpu_seconds, int64_t submit_time);
+
 // Decoded records by job, so that the plugins parse a job's comment once per
 // change instead of on every select_p_job_test or preemptable() call. An entry is
 // keyed by job id and checked against the comment text: a changed comment is

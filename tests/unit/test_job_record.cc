@@ -117,6 +117,38 @@ START_TEST(cache_decodes_once_per_change) {
 }
 END_TEST
 
+// Which ends of a run are followed by another run, and what that run leaves on the
+// job: its GPU-seconds added to the attained service, the first submit time kept.
+START_TEST(run_end_marks_a_job_that_runs_again) {
+  ck_assert(!runs_again({}));  // completed, failed, cancelled, timed out
+  RunEndState s;
+  s.preempted = true;
+  ck_assert(runs_again(s));
+  s = {};
+  s.node_failed = true;
+  ck_assert(runs_again(s));
+  s = {};
+  s.requeue_flag = true;
+  ck_assert(runs_again(s));
+  s = {};
+  s.pending = true;
+  ck_assert(runs_again(s));
+
+  std::string text = with_run_end_recorded(kStored + "; note", 3600.4, 1764770000);
+  JobRecord r = decode_job_record(text);
+  ck_assert_double_eq(r.marks.attained_gpu_seconds, 3600);
+  ck_assert_int_eq(r.marks.first_submit, 1764770000);
+  ck_assert_contains(text, "; note");
+  // The second run adds to the first and keeps the first submit time.
+  text = with_run_end_recorded(text, 1800, 1764790000);
+  r = decode_job_record(text);
+  ck_assert_double_eq(r.marks.attained_gpu_seconds, 5400);
+  ck_assert_int_eq(r.marks.first_submit, 1764770000);
+  // A run of less than half a GPU-second adds nothing; no submit time, no mark.
+  ck_assert_string_eq(with_run_end_recorded(kStored, 0.2, 0), kStored);
+}
+END_TEST
+
 Suite* job_record_suite() {
   Suite* s = suite_create("job_record");
   TCase* tc = tcase_create("job_record");
@@ -124,6 +156,7 @@ Suite* job_record_suite() {
   tcase_add_test(tc, unknown_keys_are_preserved);
   tcase_add_test(tc, versions_are_read_and_kept);
   tcase_add_test(tc, cache_decodes_once_per_change);
+  tcase_add_test(tc, run_end_marks_a_job_that_runs_again);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -151,16 +151,15 @@ int64_t first_submit_of(const job_record_t* job_ptr) {
 // reset it: the age then restarts there. Caller holds the job write lock.
 void record_run_end(job_record_t* job_ptr, double run_gpu_seconds) {
   const uint32_t base = job_ptr->job_state & JOB_STATE_BASE;
-  const bool again = (job_ptr->job_state & JOB_REQUEUE) || base == JOB_PENDING || base == JOB_PREEMPTED ||
-                     base == JOB_NODE_FAIL;
-  if (!again) return;
-  std::string text = str(job_ptr->admin_comment);
-  const std::string before = text;
-  if (run_gpu_seconds >= 0.5)
-    text = mlsched::with_stored_token(text, mlsched::mark_key::attained_gpu_seconds,
-                                      std::to_string(std::llround(attained_of(job_ptr) + run_gpu_seconds)));
-  if (!first_submit_of(job_ptr) && job_ptr->details && job_ptr->details->submit_time > 0)
-    text = mlsched::with_stored_token(text, mlsched::mark_key::first_submit, std::to_string(job_ptr->details->submit_time));
+  mlsched::RunEndState end;
+  end.requeue_flag = job_ptr->job_state & JOB_REQUEUE;
+  end.pending = base == JOB_PENDING;
+  end.preempted = base == JOB_PREEMPTED;
+  end.node_failed = base == JOB_NODE_FAIL;
+  if (!mlsched::runs_again(end)) return;
+  const std::string before = str(job_ptr->admin_comment);
+  const std::string text = mlsched::with_run_end_recorded(
+      before, run_gpu_seconds, job_ptr->details ? static_cast<int64_t>(job_ptr->details->submit_time) : 0);
   if (text == before) return;
   xfree(job_ptr->admin_comment);
   job_ptr->admin_comment = xstrdup(text.c_str());
