@@ -139,6 +139,57 @@ std::vector<Locality> scopes_to_try(const PlacementRequest& request) {
   return scopes;
 }
 
+namespace {
+
+// Nothing fits now: says, per type, how far the best unit of the asked scope is, in the
+// plan's shortfalls and its one-line reason.
+void explain_no_fit(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& eligible,
+                    const PlacementRequest& request, const std::vector<uint32_t>& free_of,
+                    const std::vector<uint32_t>& split_of, const std::vector<std::vector<std::string>>& type_groups,
+                    const std::vector<Locality>& scopes, PlacementPlan& plan) {
+  const auto& nodes = cluster.nodes();
+  const auto levels = cluster.topology();
+  const Locality asked = request.locality == Locality::any ? Locality::any : request.locality;
+  std::vector<std::string> parts;
+  for (const auto& group : type_groups) {
+    for (const auto& type : group) {
+      PlacementShortfall s;
+      s.gpu_type = type;
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        if (nodes[i].gpu_type != type || !eligible[i]) continue;
+        const uint32_t free = free_of[i];
+        s.free_gpus += free;
+        const uint32_t need = request.gang.gpus_per_node > 0 ? request.gang.gpus_per_node : 1;
+        if (free >= need) ++s.nodes_with_room;
+      }
+      for (const auto& level : *levels) {
+        if (level.scope != asked) continue;
+        for (const auto& u : level.units) {
+          Fit fit = fit_unit(cluster, state, free_of, split_of, eligible, u, type, request.gang, true);
+          if (fit.unit_free > s.best_unit_free_gpus || s.best_unit.empty()) {
+            s.best_unit = u.name;
+            s.best_unit_free_gpus = fit.unit_free;
+            s.best_unit_nodes = fit.room_nodes;
+          }
+        }
+        break;  // the narrowest level of the asked scope
+      }
+      std::string p = type + ": " + std::to_string(s.free_gpus) + " free on " + std::to_string(s.nodes_with_room) +
+                      " node" + (s.nodes_with_room == 1 ? "" : "s") + " with room";
+      if (asked != Locality::any && !s.best_unit.empty())
+        p += ", at most " + std::to_string(s.best_unit_free_gpus) + " in " + scope_phrase(asked) + " (" +
+             s.best_unit + ")";
+      parts.push_back(p);
+      plan.shortfalls.push_back(s);
+    }
+  }
+  const std::string type_word = request.gpu_types.size() == 1 ? request.gpu_types[0] : "";
+  plan.reason = "needs " + gang_phrase(request.gang, type_word) + " in " + scope_phrase(scopes.back()) +
+                "; free now: " + join(parts, "; ");
+}
+
+}  // namespace
+
 PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, const std::vector<bool>& eligible,
                              const PlacementRequest& request, const PlacementPolicy& policy) {
   PlacementPlan plan;
@@ -206,44 +257,7 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
   }
   if (!plan.candidates.empty()) return plan;
 
-  // Nothing fits now: say, per type, how far the best unit of the asked scope is.
-  const Locality asked = request.locality == Locality::any ? Locality::any : request.locality;
-  std::vector<std::string> parts;
-  for (const auto& group : type_groups) {
-    for (const auto& type : group) {
-      PlacementShortfall s;
-      s.gpu_type = type;
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (nodes[i].gpu_type != type || !eligible[i]) continue;
-        const uint32_t free = free_of[i];
-        s.free_gpus += free;
-        const uint32_t need = request.gang.gpus_per_node > 0 ? request.gang.gpus_per_node : 1;
-        if (free >= need) ++s.nodes_with_room;
-      }
-      for (const auto& level : *levels) {
-        if (level.scope != asked) continue;
-        for (const auto& u : level.units) {
-          Fit fit = fit_unit(cluster, state, free_of, split_of, eligible, u, type, request.gang, true);
-          if (fit.unit_free > s.best_unit_free_gpus || s.best_unit.empty()) {
-            s.best_unit = u.name;
-            s.best_unit_free_gpus = fit.unit_free;
-            s.best_unit_nodes = fit.room_nodes;
-          }
-        }
-        break;  // the narrowest level of the asked scope
-      }
-      std::string p = type + ": " + std::to_string(s.free_gpus) + " free on " + std::to_string(s.nodes_with_room) +
-                      " node" + (s.nodes_with_room == 1 ? "" : "s") + " with room";
-      if (asked != Locality::any && !s.best_unit.empty())
-        p += ", at most " + std::to_string(s.best_unit_free_gpus) + " in " + scope_phrase(asked) + " (" +
-             s.best_unit + ")";
-      parts.push_back(p);
-      plan.shortfalls.push_back(s);
-    }
-  }
-  const std::string type_word = request.gpu_types.size() == 1 ? request.gpu_types[0] : "";
-  plan.reason = "needs " + gang_phrase(request.gang, type_word) + " in " + scope_phrase(scopes.back()) +
-                "; free now: " + join(parts, "; ");
+  explain_no_fit(cluster, state, eligible, request, free_of, split_of, type_groups, scopes, plan);
   return plan;
 }
 

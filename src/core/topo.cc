@@ -42,6 +42,57 @@ bool is_nvidia(const DiscoveredGpu& g) {
   return lowercase(g.vendor).find("nvidia") != std::string::npos || g.nvidia_index >= 0;
 }
 
+// Links: direct GPU-GPU bandwidth plus, through each NVSwitch, what both GPUs can
+// push into it (the smaller of their two links to that switch); then the NVLink
+// cliques per GPU type. `order` maps topo.gpus positions to the discovery order that
+// nvlink's matrices use.
+void add_links_and_cliques(const std::vector<size_t>& order, const NvlinkBandwidths& nvlink,
+                           const TopoOptions& options, NodeTopology& topo) {
+  const size_t n = topo.gpus.size();
+  auto bandwidth = [&](size_t a, size_t b) -> uint64_t {
+    uint64_t bw = 0;
+    if (a < nvlink.gpu_gpu.size() && b < nvlink.gpu_gpu[a].size()) bw += nvlink.gpu_gpu[a][b];
+    if (a < nvlink.gpu_switch.size() && b < nvlink.gpu_switch.size()) {
+      const auto& sa = nvlink.gpu_switch[a];
+      const auto& sb = nvlink.gpu_switch[b];
+      for (size_t s = 0; s < sa.size() && s < sb.size(); ++s) bw += std::min(sa[s], sb[s]);
+    }
+    return bw;
+  };
+  std::vector<std::vector<int>> links(n, std::vector<int>(n, 0));
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < n; ++j) {
+      if (i == j) {
+        links[i][j] = -1;
+        continue;
+      }
+      const uint64_t bw = bandwidth(order[i], order[j]);
+      if (bw == 0) continue;
+      const uint64_t unit = options.link_bandwidth_mbps
+                                ? options.link_bandwidth_mbps
+                                : nvlink_bandwidth_per_link(topo.gpus[i].model);
+      // A linked pair is at least one link, even if it runs below nominal speed.
+      links[i][j] = static_cast<int>(std::max<uint64_t>(1, (bw + unit / 2) / unit));
+    }
+    topo.gpus[i].links = links[i];
+  }
+
+  // Cliques per type: a job never mixes GPU types, so only same-type links count.
+  std::map<std::string, std::vector<int>> positions_by_type;
+  for (size_t i = 0; i < n; ++i) positions_by_type[topo.gpus[i].type].push_back(static_cast<int>(i));
+  for (const auto& [type, positions] : positions_by_type) {
+    std::vector<std::vector<int>> sub(positions.size(), std::vector<int>(positions.size(), 0));
+    for (size_t a = 0; a < positions.size(); ++a)
+      for (size_t b = 0; b < positions.size(); ++b) sub[a][b] = links[positions[a]][positions[b]];
+    auto& out = topo.cliques[type];
+    for (const auto& clique : cliques_from_links(sub)) {
+      std::vector<int> members;
+      for (int k : clique) members.push_back(positions[k]);
+      out.push_back(members);
+    }
+  }
+}
+
 }  // namespace
 
 std::string format_ranges(const std::vector<unsigned>& values) {
@@ -110,51 +161,8 @@ NodeTopology build_node_topology(const std::vector<DiscoveredGpu>& found, const 
     topo.gpus.push_back(std::move(out));
   }
 
-  // Links: direct GPU-GPU bandwidth plus, through each NVSwitch, what both GPUs can
-  // push into it (the smaller of their two links to that switch).
+  add_links_and_cliques(order, nvlink, options, topo);
   const size_t n = topo.gpus.size();
-  auto bandwidth = [&](size_t a, size_t b) -> uint64_t {
-    uint64_t bw = 0;
-    if (a < nvlink.gpu_gpu.size() && b < nvlink.gpu_gpu[a].size()) bw += nvlink.gpu_gpu[a][b];
-    if (a < nvlink.gpu_switch.size() && b < nvlink.gpu_switch.size()) {
-      const auto& sa = nvlink.gpu_switch[a];
-      const auto& sb = nvlink.gpu_switch[b];
-      for (size_t s = 0; s < sa.size() && s < sb.size(); ++s) bw += std::min(sa[s], sb[s]);
-    }
-    return bw;
-  };
-  std::vector<std::vector<int>> links(n, std::vector<int>(n, 0));
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) {
-      if (i == j) {
-        links[i][j] = -1;
-        continue;
-      }
-      const uint64_t bw = bandwidth(order[i], order[j]);
-      if (bw == 0) continue;
-      const uint64_t unit = options.link_bandwidth_mbps
-                                ? options.link_bandwidth_mbps
-                                : nvlink_bandwidth_per_link(topo.gpus[i].model);
-      // A linked pair is at least one link, even if it runs below nominal speed.
-      links[i][j] = static_cast<int>(std::max<uint64_t>(1, (bw + unit / 2) / unit));
-    }
-    topo.gpus[i].links = links[i];
-  }
-
-  // Cliques per type: a job never mixes GPU types, so only same-type links count.
-  std::map<std::string, std::vector<int>> positions_by_type;
-  for (size_t i = 0; i < n; ++i) positions_by_type[topo.gpus[i].type].push_back(static_cast<int>(i));
-  for (const auto& [type, positions] : positions_by_type) {
-    std::vector<std::vector<int>> sub(positions.size(), std::vector<int>(positions.size(), 0));
-    for (size_t a = 0; a < positions.size(); ++a)
-      for (size_t b = 0; b < positions.size(); ++b) sub[a][b] = links[positions[a]][positions[b]];
-    auto& out = topo.cliques[type];
-    for (const auto& clique : cliques_from_links(sub)) {
-      std::vector<int> members;
-      for (int k : clique) members.push_back(positions[k]);
-      out.push_back(members);
-    }
-  }
   if (!nvlink.present && n > 1)
     topo.notes.push_back("no NVLinkBandwidth matrix in this topology: GPUs are listed as PCIe-only (Links=0)");
   return topo;

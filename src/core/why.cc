@@ -385,21 +385,15 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
   }
 }
 
-// Free GPUs against the need, per type and scope: shortfalls, fragmentation,
-// counterfactuals, the running jobs in the way and the ETA. Returns whether the job
-// fits now. Long (~170 lines) because its parts share the per-type fit results;
-// splitting it further would pass most of its locals around.
-bool explain_resources(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present,
-                       const std::vector<std::string>& missing, time_t upstream_end, WhyReport& rep) {
+// Free GPUs against the need, per type and scope: the shortfall, fragmentation and
+// strict-locality findings, and the nodes that are down. Returns whether the job fits now.
+bool explain_shortfalls(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present,
+                        WhyReport& rep) {
   const Cluster& cluster = *snap.cluster;
   const GpuNeed& req = job.request;
   const uint32_t need = req.total_gpus();
   const bool strict = req.locality_mode == LocalityMode::strict;
-  bool fits_now = need == 0;
-  if (need == 0) return fits_now;
-  if (!missing.empty())
-    rep.findings.push_back({wr::kGpuTypeNotInCluster, "no node has " + join(missing, ", ") + " GPUs; the cluster has " +
-                                                           join(cluster.gpu_types(), ", ")});
+  bool fits_now = false;
   std::vector<std::string> short_of, fragmented, too_narrow;
   uint32_t unusable_nodes = 0, unusable_gpus = 0;
   std::vector<std::string> unusable_names;
@@ -449,8 +443,12 @@ bool explain_resources(const JobFacts& job, const Snapshot& snap, const std::vec
     rep.findings.push_back({wr::kGpuNodesUnavailable, std::to_string(unusable_nodes) + " node(s) with " +
                                                           std::to_string(unusable_gpus) + " GPUs are down or drained (" +
                                                           join(unusable_names, ",") + ")"});
+  return fits_now;
+}
 
-  // Free GPUs per unit, for the screen.
+// Free GPUs per unit (NVLink domain, switch, cluster) of each wanted type, for the screen.
+void list_free_units(const Snapshot& snap, const std::vector<std::string>& present, WhyReport& rep) {
+  const Cluster& cluster = *snap.cluster;
   for (const auto& type : present) {
     std::vector<Locality> scopes;
     if (cluster.has_nvlink_domains()) scopes.push_back(Locality::nvlink_domain);
@@ -468,104 +466,130 @@ bool explain_resources(const JobFacts& job, const Snapshot& snap, const std::vec
       }
     }
   }
+}
 
-  // Counterfactuals, each computed on the same snapshot.
-  if (!fits_now) {
-    for (const auto& type : present) {
-      if (req.locality == Locality::any) break;
-      const FitNow anywhere = fit_now(cluster, snap.state, Locality::any, type, req.gang);
-      if (!anywhere.fits) continue;
-      uint32_t free = 0;
-      std::set<std::string> spanned;
-      for (const auto& name : anywhere.nodes) {
-        const GpuNode* n = cluster.find_node(name);
-        const auto& nodes = cluster.nodes();
-        const size_t idx = static_cast<size_t>(n - nodes.data());
-        free += free_on(snap.state, idx);
-        spanned.insert(narrowest_unit(cluster, *n, req.locality));
+// What would fit now if the user changed one directive (locality-mode, locality, gpu-type),
+// each computed on the same snapshot as the findings.
+void explain_counterfactuals(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present,
+                             WhyReport& rep) {
+  const Cluster& cluster = *snap.cluster;
+  const GpuNeed& req = job.request;
+  const bool strict = req.locality_mode == LocalityMode::strict;
+  for (const auto& type : present) {
+    if (req.locality == Locality::any) break;
+    const FitNow anywhere = fit_now(cluster, snap.state, Locality::any, type, req.gang);
+    if (!anywhere.fits) continue;
+    uint32_t free = 0;
+    std::set<std::string> spanned;
+    for (const auto& name : anywhere.nodes) {
+      const GpuNode* n = cluster.find_node(name);
+      const auto& nodes = cluster.nodes();
+      const size_t idx = static_cast<size_t>(n - nodes.data());
+      free += free_on(snap.state, idx);
+      spanned.insert(narrowest_unit(cluster, *n, req.locality));
+    }
+    if (strict)
+      rep.counterfactuals.push_back({"locality-mode=prefer", "would fit now: " + std::to_string(free) + " " + type +
+                                                                 " free across " + std::to_string(spanned.size()) + " " +
+                                                                 scope_word(req.locality) + (spanned.size() > 1 ? "s" : "") +
+                                                                 " (" + join(anywhere.nodes, ",") + ")"});
+    // The narrowest wider scope that works, when it is not "any".
+    for (int s = static_cast<int>(req.locality) + 1; s < static_cast<int>(Locality::any); ++s) {
+      const Locality wider = static_cast<Locality>(s);
+      if (wider == Locality::switch_scope && !cluster.has_switches()) continue;
+      const FitNow f = fit_now(cluster, snap.state, wider, type, req.gang);
+      if (f.fits) {
+        rep.counterfactuals.push_back({"locality=" + to_string(wider), "would fit now in " + f.unit + " (" +
+                                                                           std::to_string(f.free_in_unit) + " " + type +
+                                                                           " free there)"});
+        break;
       }
-      if (strict)
-        rep.counterfactuals.push_back({"locality-mode=prefer", "would fit now: " + std::to_string(free) + " " + type +
-                                                                   " free across " + std::to_string(spanned.size()) + " " +
-                                                                   scope_word(req.locality) + (spanned.size() > 1 ? "s" : "") +
-                                                                   " (" + join(anywhere.nodes, ",") + ")"});
-      // The narrowest wider scope that works, when it is not "any".
-      for (int s = static_cast<int>(req.locality) + 1; s < static_cast<int>(Locality::any); ++s) {
-        const Locality wider = static_cast<Locality>(s);
-        if (wider == Locality::switch_scope && !cluster.has_switches()) continue;
-        const FitNow f = fit_now(cluster, snap.state, wider, type, req.gang);
-        if (f.fits) {
-          rep.counterfactuals.push_back({"locality=" + to_string(wider), "would fit now in " + f.unit + " (" +
-                                                                             std::to_string(f.free_in_unit) + " " + type +
-                                                                             " free there)"});
+    }
+    break;
+  }
+  for (const auto& type : cluster.gpu_types()) {
+    if (std::find(present.begin(), present.end(), type) != present.end()) continue;
+    const FitNow f = fit_now(cluster, snap.state, req.locality, type, req.gang);
+    const FitNow wide = fit_now(cluster, snap.state, Locality::any, type, req.gang);
+    if (f.fits)
+      rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now in " + f.unit + " (" +
+                                                             std::to_string(f.free_in_unit) + " " + type + " free there)"});
+    else if (!strict && wide.fits)
+      rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now across " + join(wide.nodes, ",")});
+  }
+}
+
+// Who holds the place the job would get first, and when they are due to end: releases
+// the running jobs of each unit in end order until the gang fits there.
+void explain_blockers(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present,
+                      time_t upstream_end, WhyReport& rep) {
+  const Cluster& cluster = *snap.cluster;
+  const GpuNeed& req = job.request;
+  const bool strict = req.locality_mode == LocalityMode::strict;
+  const Locality scope = strict ? req.locality : Locality::any;
+  time_t best_time = 0;
+  for (const auto& type : present) {
+    for (const auto& [name, members] : units(cluster, scope, type)) {
+      std::set<std::string> member_names;
+      for (size_t i : members) member_names.insert(cluster.nodes()[i].name);
+      std::vector<Blocker> holders;
+      for (const auto& rj : snap.running) {
+        Blocker b{rj, 0};
+        for (const auto& [node, idx] : rj.gpus_by_node)
+          if (member_names.count(node)) b.gpus += static_cast<uint32_t>(idx.size());
+        if (b.gpus) holders.push_back(b);
+      }
+      std::stable_sort(holders.begin(), holders.end(), [](const Blocker& a, const Blocker& b) {
+        const time_t ea = a.job.expected_end ? a.job.expected_end : INT64_MAX;
+        const time_t eb = b.job.expected_end ? b.job.expected_end : INT64_MAX;
+        return ea != eb ? ea < eb : a.job.job_id < b.job.job_id;
+      });
+      ClusterState state = snap.state;
+      std::vector<Blocker> released;
+      bool fits = false;
+      time_t when = 0;
+      for (const auto& h : holders) {
+        if (!h.job.expected_end) break;  // never ends by itself
+        for (const auto& [node, idx] : h.job.gpus_by_node) {
+          const GpuNode* n = cluster.find_node(node);
+          if (!n) continue;
+          auto& ns = state[static_cast<size_t>(n - cluster.nodes().data())];
+          for (int g : idx)
+            if (g >= 0 && static_cast<size_t>(g) < ns.gpu_busy.size()) ns.gpu_busy[g] = false;
+        }
+        released.push_back(h);
+        when = h.job.expected_end;
+        std::vector<bool> only_unit(cluster.nodes().size(), false);
+        for (size_t i : members) only_unit[i] = state[i].usable;
+        if (!place_exactly(cluster, state, only_unit, scope, type, req.gang).candidates.empty()) {
+          fits = true;
           break;
         }
       }
-      break;
-    }
-    for (const auto& type : cluster.gpu_types()) {
-      if (std::find(present.begin(), present.end(), type) != present.end()) continue;
-      const FitNow f = fit_now(cluster, snap.state, req.locality, type, req.gang);
-      const FitNow wide = fit_now(cluster, snap.state, Locality::any, type, req.gang);
-      if (f.fits)
-        rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now in " + f.unit + " (" +
-                                                               std::to_string(f.free_in_unit) + " " + type + " free there)"});
-      else if (!strict && wide.fits)
-        rep.counterfactuals.push_back({"gpu-type=" + type, "would fit now across " + join(wide.nodes, ",")});
-    }
-  }
-
-  // Who holds the place the job would get first, and when they are due to end.
-  if (!fits_now) {
-    const Locality scope = strict ? req.locality : Locality::any;
-    time_t best_time = 0;
-    for (const auto& type : present) {
-      for (const auto& [name, members] : units(cluster, scope, type)) {
-        std::set<std::string> member_names;
-        for (size_t i : members) member_names.insert(cluster.nodes()[i].name);
-        std::vector<Blocker> holders;
-        for (const auto& rj : snap.running) {
-          Blocker b{rj, 0};
-          for (const auto& [node, idx] : rj.gpus_by_node)
-            if (member_names.count(node)) b.gpus += static_cast<uint32_t>(idx.size());
-          if (b.gpus) holders.push_back(b);
-        }
-        std::stable_sort(holders.begin(), holders.end(), [](const Blocker& a, const Blocker& b) {
-          const time_t ea = a.job.expected_end ? a.job.expected_end : INT64_MAX;
-          const time_t eb = b.job.expected_end ? b.job.expected_end : INT64_MAX;
-          return ea != eb ? ea < eb : a.job.job_id < b.job.job_id;
-        });
-        ClusterState state = snap.state;
-        std::vector<Blocker> released;
-        bool fits = false;
-        time_t when = 0;
-        for (const auto& h : holders) {
-          if (!h.job.expected_end) break;  // never ends by itself
-          for (const auto& [node, idx] : h.job.gpus_by_node) {
-            const GpuNode* n = cluster.find_node(node);
-            if (!n) continue;
-            auto& ns = state[static_cast<size_t>(n - cluster.nodes().data())];
-            for (int g : idx)
-              if (g >= 0 && static_cast<size_t>(g) < ns.gpu_busy.size()) ns.gpu_busy[g] = false;
-          }
-          released.push_back(h);
-          when = h.job.expected_end;
-          std::vector<bool> only_unit(cluster.nodes().size(), false);
-          for (size_t i : members) only_unit[i] = state[i].usable;
-          if (!place_exactly(cluster, state, only_unit, scope, type, req.gang).candidates.empty()) {
-            fits = true;
-            break;
-          }
-        }
-        if (fits && (best_time == 0 || when < best_time)) {
-          best_time = when;
-          rep.blocked_place = name == "cluster" ? "the cluster" : name;
-          rep.blockers = released;
-        }
+      if (fits && (best_time == 0 || when < best_time)) {
+        best_time = when;
+        rep.blocked_place = name == "cluster" ? "the cluster" : name;
+        rep.blockers = released;
       }
     }
-    rep.model_eta = best_time;
-    if (rep.model_eta && upstream_end > rep.model_eta) rep.model_eta = upstream_end;
+  }
+  rep.model_eta = best_time;
+  if (rep.model_eta && upstream_end > rep.model_eta) rep.model_eta = upstream_end;
+}
+
+// Free GPUs against the need: findings, the free units, counterfactuals and the running
+// jobs in the way with the ETA. Returns whether the job fits now.
+bool explain_resources(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present,
+                       const std::vector<std::string>& missing, time_t upstream_end, WhyReport& rep) {
+  if (job.request.total_gpus() == 0) return true;
+  if (!missing.empty())
+    rep.findings.push_back({wr::kGpuTypeNotInCluster, "no node has " + join(missing, ", ") + " GPUs; the cluster has " +
+                                                           join(snap.cluster->gpu_types(), ", ")});
+  const bool fits_now = explain_shortfalls(job, snap, present, rep);
+  list_free_units(snap, present, rep);
+  if (!fits_now) {
+    explain_counterfactuals(job, snap, present, rep);
+    explain_blockers(job, snap, present, upstream_end, rep);
   }
   return fits_now;
 }
