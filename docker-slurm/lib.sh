@@ -35,11 +35,18 @@ ds_exec() { "$engine" exec "$@"; }
 # Every container of the cluster, in start order.
 ds_containers=(ds-mariadb ds-slurmdbd ds-slurmctld ds-gpu01 ds-gpu02 ds-gpu03 ds-gpu04 ds-gpu05 ds-gpu06 ds-login)
 
+# What the debootstrapped base image was built from (its label docker-slurm.packages).
+ds_packages_digest() { sha256sum < "$ds_dir/packages.txt" | cut -c1-16; }
+
 # Prints the base image to build on: $DOCKER_SLURM_BASE, the debootstrapped one if
 # it exists, Docker Hub's debian:12 if a registry answers, else builds it here.
 ds_base() {
   if [ -n "${DOCKER_SLURM_BASE:-}" ]; then echo "$DOCKER_SLURM_BASE"; return; fi
-  if "$engine" image inspect "$base_image" >/dev/null 2>&1; then echo "$base_image"; return; fi
+  # The debootstrapped base holds packages.txt; a changed list needs a new base.
+  if [ "$("$engine" image inspect -f '{{ index .Config.Labels "docker-slurm.packages" }}' "$base_image" 2>/dev/null)" = \
+       "$(ds_packages_digest)" ]; then
+    echo "$base_image"; return
+  fi
   if timeout 60 "$engine" pull -q docker.io/library/debian:12 >/dev/null 2>&1; then
     echo docker.io/library/debian:12; return
   fi

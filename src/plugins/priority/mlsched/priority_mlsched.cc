@@ -24,6 +24,7 @@
 #include <vector>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/checkpoint.h"
@@ -496,10 +497,18 @@ void load_state(uint32_t half_life_seconds) {
   std::ifstream in(path);
   if (!in) {
     const int err = errno;
-    // Slurm 22.05 has no warning level: error() with the word, as for a corrupt file.
-    error("%s: WARNING: saved usage %s: %s; rebuilding usage from the job table (expected on the first start with "
-          "priority/mlsched)",
-          kLog, path.c_str(), err == ENOENT ? "no such file" : strerror(err));
+    // No saved state of slurmctld's either (its job_state file) means a first start:
+    // nothing was lost, so no error line for an admin to chase. Otherwise usage was
+    // lost; Slurm 22.05 has no warning level: error() with the word, as for a corrupt file.
+    struct stat st;
+    const std::string jobs = str(slurm_conf.state_save_location) + "/job_state";
+    if (err == ENOENT && stat(jobs.c_str(), &st) != 0 && errno == ENOENT)
+      info("%s: no saved usage yet (%s; slurmctld's first start here): usage starts from the job table", kLog,
+           path.c_str());
+    else
+      error("%s: WARNING: saved usage %s: %s; rebuilding usage from the job table (expected on the first start with "
+            "priority/mlsched)",
+            kLog, path.c_str(), err == ENOENT ? "no such file" : strerror(err));
     std::lock_guard<std::mutex> guard(g_mutex);
     g_rebuild_usage = true;
     return;
