@@ -11,3 +11,7 @@ CLEANFILES = $(EXTRA_PROGRAMS)
 
 bench: $(EXTRA_PROGRAMS)
 .PHONY: bench
+
+# The replay's unit tests (metric math, topology, the representative trace window)
+# do run in `make check`: they check arithmetic and choices, not speed.
+TESTS += tests/tools/check-replay.sh

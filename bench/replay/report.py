@@ -51,6 +51,21 @@ def machine():
             "loadavg": " ".join(load)}
 
 
+def trace_digest(meta):
+    """The trace's sha256 as prepare recorded it (older job lists: hash the file)."""
+    return meta.get("trace_sha256") or sha256(meta["trace"])
+
+
+def window_choice(meta):
+    if meta.get("representative") is None:
+        return "--window-start, or a job list from before the size-mix check"
+    if meta["representative"]:
+        return ("the busiest stretch whose job list is within %s points of the trace's size mix with >= %d gangs"
+                % (fmt(meta["mix_tolerance"], 1), meta["min_gangs"]))
+    return ("NOT representative: no stretch met the %s-point size-mix and %d-gang rule; the closest was taken"
+            % (fmt(meta["mix_tolerance"], 1), meta["min_gangs"]))
+
+
 def sha256(path):
     h = hashlib.sha256()
     with open(path, "rb") as f:
@@ -221,9 +236,17 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
         window_h = meta["window_length_s"] / 3600.0
         lines += ["## Trace, scaling, compression", "",
                   "| | |", "|---|---|",
-                  "| trace | `%s` (%s format, sha256 %s) |" % (meta["trace"], meta["format"], sha256(meta["trace"])[:16]),
-                  "| window | trace seconds %.0f to %.0f (%.2f h of trace; the busiest stretch unless --window-start) |"
-                  % (meta["window_start_s"], meta["window_start_s"] + meta["window_length_s"], window_h),
+                  "| trace | `%s` (%s format, sha256 %s) |" % (os.path.basename(meta["trace"]), meta["format"],
+                                                              trace_digest(meta)[:16]),
+                  "| window | trace seconds %.0f to %.0f (%.2f h of trace; %s) |"
+                  % (meta["window_start_s"], meta["window_start_s"] + meta["window_length_s"], window_h,
+                     window_choice(meta)),
+                  "| GPU-time by job size (1 / 2-8 / 16+ GPUs) | whole trace %s; this job list %s |"
+                  % tuple(" / ".join("%.1f %%" % mix[c] for c in ("1", "2-8", "16+"))
+                          for mix in (meta.get("gpu_time_mix_trace"), meta.get("gpu_time_mix_jobs")))
+                  if meta.get("gpu_time_mix_trace") else "| GPU-time by job size | not recorded (older job list) |",
+                  "| jobs of 16+ GPUs | %s |" % meta.get("gangs_16_plus", "not recorded"),
+                  "| jobs at the duration cap | %s |" % meta.get("jobs_at_max_seconds", "not recorded"),
                   "| compression | %sx: %s real minutes of submissions, then up to %s minutes to drain |"
                   % (fmt(meta["compression"], 0), fmt(meta["minutes"], 1), fmt(args.drain_minutes, 1)),
                   "| cluster | %d GPUs (`%s`) |" % (meta["cluster_gpus"], os.path.relpath(args.shape, REPO)),
