@@ -94,6 +94,13 @@ class Cluster:
         self.run(["scancel", str(job_id)])
 
 
+def has_tres(text, field, spec):
+    """True if `scontrol show job` text shows `field` (TresPerNode, ...) as the GRES
+    `spec` ("gpu:h100:8"). Slurm 22.05 prints it as gres:gpu:..., 24.11 as gres/gpu:...;
+    either is what the user sees for the same request."""
+    return re.search(r"(?:^|\s)" + re.escape(field) + r"=gres[:/]" + re.escape(spec) + r"(?=\s|,|$)", text, re.M) is not None
+
+
 def wait_for(condition, what, timeout=90, interval=0.2):
     """Polls `condition` until it returns something true and returns that."""
     deadline = time.time() + timeout
