@@ -41,6 +41,13 @@ class Cluster:
         if os.environ.get("MLSCHED_SANITIZER_PRELOAD"):
             self.env["LD_PRELOAD"] = os.environ["MLSCHED_SANITIZER_PRELOAD"]
 
+    def slurm_release(self):
+        """(major, minor) of the Slurm the clients run, e.g. (24, 11): where what users
+        see differs by release (README, "Slurm releases")."""
+        out = self.run(["scontrol", "--version"]).out.split()
+        major, minor = out[-1].split(".")[:2]
+        return int(major), int(minor)
+
     def run(self, args, user=None, stdin=None, timeout=60):
         cmd = list(args)
         if user:

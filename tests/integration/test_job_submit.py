@@ -165,13 +165,18 @@ def test_directives_cannot_be_changed_after_submission(cluster):
     job = cluster.job_id(res)
     try:
         # New directives through the comment: refused by job_modify.
+        # From 23.02 job_modify has a message channel: the user also sees why (22.05:
+        # Slurm's text for the error code only, the reason in slurmctld's log).
+        says_why = cluster.slurm_release() >= (23, 2)
         upd = cluster.run(["scontrol", "update", f"jobid={job}", "comment=mlsched: gpu-type=a100"], user=ALICE)
         assert upd.rc != 0, upd
         assert "not supported" in upd.err.lower(), upd
+        assert ("directives are fixed at submission" in upd.err) == says_why, upd
         # A GPU type outside the directive: refused.
         upd = cluster.run(["scontrol", "update", f"jobid={job}", "TresPerNode=gres:gpu:a100:1"], user=ALICE)
         assert upd.rc != 0, upd
         assert "Invalid generic resource" in upd.err, upd
+        assert ("GPU type a100 is outside this job's gpu-type directive (h100)" in upd.err) == says_why, upd
         # The stored directives themselves: only admins may touch the admin comment.
         upd = cluster.run(["scontrol", "update", f"jobid={job}", "AdminComment=mlsched: gpu-type=a100"],
                           user=ALICE)

@@ -27,6 +27,10 @@ int switch_count();
 // The switches now. Only inside slurmctld, with the config or node read lock held.
 std::vector<SwitchView> switches();
 
+// True in a slurmctld that a reconfigure started to replace a running one (24.11
+// re-executes itself; 22.05 reconfigures in place, so never there).
+bool started_by_reconfigure();
+
 // ---- select.cc (select/mlsched) ----------------------------------------------------
 
 // Loads select/cons_tres with this release's symbol list; false (logged) if that fails.

@@ -30,4 +30,7 @@ std::vector<SwitchView> switches() {
   return out;
 }
 
+// `scontrol reconfigure` re-reads the configuration inside the running slurmctld.
+bool started_by_reconfigure() { return false; }
+
 }  // namespace mlsched::plugin::release

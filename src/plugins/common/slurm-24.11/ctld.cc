@@ -1,6 +1,8 @@
 // 24.11: the switch table lives inside the topology/tree plugin (since 24.05), where
 // dlsym(RTLD_DEFAULT) cannot see it; the topology interface hands out a copy of
 // names and levels (TOPO_DATA_TOPOLOGY_PTR) and each switch's node bitmap by name.
+#include <cstdlib>
+
 #include "plugins/common/ctld.h"
 #include "plugins/common/release.h"
 
@@ -47,5 +49,9 @@ std::vector<SwitchView> switches() {
   topology_g_topology_free(topology);
   return out;
 }
+
+// `scontrol reconfigure` starts a new slurmctld with SLURMCTLD_RECONF set in its
+// environment (src/slurmctld/controller.c); if it fails, the old one resumes.
+bool started_by_reconfigure() { return std::getenv("SLURMCTLD_RECONF") != nullptr; }
 
 }  // namespace mlsched::plugin::release
