@@ -137,13 +137,12 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
   std::vector<SwitchSpec> switches;
   topo_info_response_msg_t* topo = nullptr;
   if (slurm_load_topo(&topo) == SLURM_SUCCESS && topo) {
-    for (uint32_t i = 0; i < topo->record_count; ++i) {
-      const topo_info_t& t = topo->topo_array[i];
+    for (const auto& t : mlsched::tool::release::switches_of(*topo)) {
       SwitchSpec s;
-      s.name = str(t.name);
+      s.name = t.name;
       s.level = t.level;
       try {
-        if (t.nodes && *t.nodes) s.nodes = expand_hostlist(t.nodes);
+        if (!t.nodes.empty()) s.nodes = expand_hostlist(t.nodes);
       } catch (const std::invalid_argument& e) {
         notes.push_back("switch " + s.name + ": " + e.what());
       }
