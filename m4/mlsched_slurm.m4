@@ -63,6 +63,15 @@ AC_DEFUN([MLSCHED_CHECK_SLURM], [
   AC_CHECK_LIB([slurm], [slurm_load_jobs], [SLURM_LIBS="$LDFLAGS -lslurm"],
     [AC_MSG_ERROR([libslurm not found. On Debian 12: apt-get install libslurm-dev])])
   LDFLAGS="$mlsched_save_LDFLAGS"
+  # The mlsched tool links libslurm, except on 24.11: there a client of the public
+  # libslurm cannot load topology/tree (the plugin needs a symbol only libslurmfull
+  # exports), so slurm_load_topo loses the switches; the tool then links libslurmfull,
+  # as Slurm's own commands do.
+  AS_IF([test "$SLURM_RELEASE_LINE" = 24.11],
+    [mlsched_full_dir=$(dirname "$SLURMFULL_LIB")
+     SLURM_TOOL_LIBS="-L$mlsched_full_dir -Wl,-rpath,$mlsched_full_dir -lslurmfull"],
+    [SLURM_TOOL_LIBS="$SLURM_LIBS"])
+  AC_SUBST([SLURM_TOOL_LIBS])
 
   # The source tree for the internal headers, configured like the installed binaries.
   AS_IF([test "$SLURM_PREFIX" != /usr && { test "$SLURM_SOURCE_DIR" = auto || test "$SLURM_SOURCE_DIR" = yes; }],

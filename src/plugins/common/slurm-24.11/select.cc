@@ -89,22 +89,26 @@ static_assert(sizeof(kInnerSyms) / sizeof(kInnerSyms[0]) == sizeof(SelectOps) / 
               "kInnerSyms must name every member of SelectOps");
 
 SelectOps inner;
-plugin_context_t* inner_context = nullptr;
+plugin_handle_t inner_plugin = PLUGIN_INVALID_HANDLE;
 
 }  // namespace
 
+// plugin_context_create is not among the names libslurm exports, so a client that
+// loads select/mlsched could not call it. The loader's own entry is exported as
+// slurm_plugin_load_and_link (slurm_xlator.h maps the name): it searches PluginDir,
+// resolves the list and calls fatal() if a symbol is missing, in slurmctld and
+// clients alike.
 bool load_cons_tres(const char* log_prefix) {
-  inner_context = plugin_context_create("select", "select/cons_tres", reinterpret_cast<void**>(&inner), kInnerSyms,
-                                        sizeof(kInnerSyms));
-  if (!inner_context) error("%s: cannot load select/cons_tres, which it builds on", log_prefix);
-  return inner_context != nullptr;
+  inner_plugin = plugin_load_and_link("select/cons_tres", sizeof(kInnerSyms) / sizeof(kInnerSyms[0]), kInnerSyms,
+                                      reinterpret_cast<void**>(&inner));
+  if (inner_plugin == PLUGIN_INVALID_HANDLE) error("%s: cannot load select/cons_tres, which it builds on", log_prefix);
+  return inner_plugin != PLUGIN_INVALID_HANDLE;
 }
 
 int unload_cons_tres() {
-  int rc = SLURM_SUCCESS;
-  if (inner_context) rc = plugin_context_destroy(inner_context);
-  inner_context = nullptr;
-  return rc;
+  if (inner_plugin != PLUGIN_INVALID_HANDLE) plugin_unload(inner_plugin);
+  inner_plugin = PLUGIN_INVALID_HANDLE;
+  return SLURM_SUCCESS;
 }
 
 int cons_tres_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,

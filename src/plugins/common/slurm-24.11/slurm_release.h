@@ -9,6 +9,12 @@
 extern "C" {
 #include "config.h"  // Slurm's, from the configured source tree: struct layouts depend on it
 
+// Slurm's own plugins call libslurm's functions by their slurm_* aliases, the only
+// names 24.11's public libslurm exports (22.05's exported both): a client linked to
+// libslurm (the mlsched tool, anything using the public API) loads select plugins,
+// and a lazily bound call to an unaliased name ends it with "undefined symbol".
+#include "src/common/slurm_xlator.h"
+
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
