@@ -426,11 +426,12 @@ def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_node
         # The job is requeued (it asked for requeue at submission), not failed.
         wait_for(lambda: restarts(cluster, job) == 1, "the job to be requeued", timeout=60)
         requeued_by = time.time()
-        stopped, last_ckpt = last_steps(out)
         start_requeued_now(cluster, job)
         m = wait_for(lambda: re.search(r"fake-trainer: start at step (\d+) \(restart 1", output(out)),
                      "the job to resume in a new allocation", timeout=120)
         resumed = int(m.group(1))
+        # Read once the new run started (see the 4-node test below).
+        stopped, last_ckpt = last_steps(out, run=1)
         cluster.wait_state(job, {"RUNNING"})
         new_nodes = hostnames(cluster, cluster.job_field(job, "NodeList"))
         assert victim_node not in new_nodes, (victim_node, new_nodes)
