@@ -26,7 +26,7 @@
 #include "core/text.h"
 #include "tools/mlsched/cli.h"
 
-extern "C" const char* slurm_job_reason_string(enum job_state_reason inx);
+#include "slurm_public.h"  // the release line's (src/plugins/common/slurm-X.Y)
 
 namespace mlsched::tool {
 
@@ -86,7 +86,7 @@ std::map<std::string, uint32_t> as_gpu_map(const GpuCounts& c) {
 
 // Lists from libslurm, freed on every path.
 struct ListGuard {
-  List list = nullptr;
+  struct xlist* list = nullptr;  // List (22.05) or list_t* (24.11): the same struct
   ~ListGuard() {
     if (list) slurm_list_destroy(list);
   }
@@ -127,7 +127,7 @@ AccountingRead load_accounting(time_t now) {
   tres.list = slurmdb_tres_get(db, &tres_cond);
   if (!tres.list) throw ToolError(slurm_error("cannot read TRES from the accounting database"));
   std::string gpu_tres_id;
-  ListIterator it = slurm_list_iterator_create(tres.list);
+  struct listIterator* it = slurm_list_iterator_create(tres.list);
   while (auto* t = static_cast<slurmdb_tres_rec_t*>(slurm_list_next(it)))
     if (t->name && !strcmp(t->name, "gpu") && t->type && !strcmp(t->type, "gres")) gpu_tres_id = std::to_string(t->id);
   slurm_list_iterator_destroy(it);
@@ -202,7 +202,7 @@ void load_ops(OpsData& d) {
       p.team = str(j.account);
       p.slurm_reason = j.state_reason == WAIT_NO_REASON
                            ? "None"
-                           : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+                           : str(mlsched::tool::release::job_reason_text(static_cast<job_state_reason>(j.state_reason)));
       p.waiting_seconds = d.snap.now - j.submit_time;
       p.gpus = pending_gpus(str(j.tres_req_str));
       p.restarts = j.restart_cnt;
