@@ -5,11 +5,10 @@
 #include <sys/stat.h>
 
 #include <chrono>
-#include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
+#include "core/safe_file.h"
 #include "plugins/common/release.h"
 #include "plugins/common/slurm_headers.h"
 
@@ -88,30 +87,22 @@ void ConfigStore::save_copy_if_new() {
     loaded = stamp_;
     generation = generation_;
   }
+  // Bounded as load_config_file bounds it: a file that size never loaded.
+  constexpr std::streamsize kMaxBytes = 1 << 20;
   std::ifstream in(path, std::ios::binary);
-  std::stringstream text;
-  text << in.rdbuf();
+  std::string text(static_cast<size_t>(kMaxBytes) + 1, '\0');
+  in.read(&text[0], kMaxBytes + 1);
+  text.resize(static_cast<size_t>(in.gcount()));
   struct stat st {};
-  if (!in || stat(path.c_str(), &st) != 0 ||
+  if (in.bad() || text.size() > static_cast<size_t>(kMaxBytes) || stat(path.c_str(), &st) != 0 ||
       static_cast<long long>(st.st_mtim.tv_sec) * 1000000000LL + st.st_mtim.tv_nsec != loaded.mtime_ns ||
-      static_cast<long long>(st.st_size) != loaded.size)
+      static_cast<long long>(st.st_size) != loaded.size || text.size() != static_cast<size_t>(st.st_size))
     return;  // changed since it loaded: the next reload decides
-  const std::string copy = saved_copy_path();
-  std::string writer = prefix;  // "select/mlsched" -> "select_mlsched"
-  for (char& c : writer)
-    if (c == '/') c = '_';
-  const std::string tmp = copy + ".tmp-" + writer;
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out << text.str();
-    if (!out.flush()) {
-      error("%s: cannot write %s", prefix.c_str(), tmp.c_str());
-      return;
-    }
-  }
-  if (std::rename(tmp.c_str(), copy.c_str()) != 0) {
-    error("%s: cannot replace %s", prefix.c_str(), copy.c_str());
-    std::remove(tmp.c_str());
+  // Each plugin's watcher may save the same text at once: core's atomic write gives
+  // every writer its own unpredictable temporary and renames it into place.
+  const std::string why = mlsched::write_file_atomically(saved_copy_path(), text, 0600);
+  if (!why.empty()) {
+    error("%s: %s", prefix.c_str(), why.c_str());
     return;
   }
   std::lock_guard<std::mutex> lock(mutex_);
