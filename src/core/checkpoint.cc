@@ -4,6 +4,7 @@
 #include "core/checkpoint.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -282,22 +283,50 @@ std::string without_checkpoint_report(std::string_view comment) {
   return out;
 }
 
-std::string with_checkpoint_report(std::string_view comment, int64_t time) {
+namespace {
+
+// A checkpoint name that may go into a report: short, and nothing a terminal, a
+// shell or Slurm's comment parsing could take for something else.
+bool reportable_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxReportedName) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '/' || c == '+' || c == '-'))
+      return false;
+  return true;
+}
+
+}  // namespace
+
+std::string with_checkpoint_report(std::string_view comment, int64_t time, std::string_view name) {
   std::string out = without_checkpoint_report(comment);
   // Always one space before the word, so that without_checkpoint_report() gives the
   // user's text back exactly.
   if (!out.empty()) out += ' ';
-  return out + kCheckpointReportKey + "=" + std::to_string(time);
+  out += std::string(kCheckpointReportKey) + "=" + std::to_string(time);
+  if (reportable_name(name)) out += "," + std::string(name);
+  return out;
 }
 
-std::optional<int64_t> checkpoint_report(std::string_view comment) {
+std::optional<CheckpointReport> checkpoint_report_of(std::string_view comment) {
   const auto words = report_words(comment);
   if (words.empty()) return std::nullopt;
   const auto [begin, end] = words.back();
   const size_t value_at = begin + std::string(kCheckpointReportKey).size() + 1;
-  auto v = parse_uint(comment.substr(value_at, end - value_at));
+  const std::string_view value = comment.substr(value_at, end - value_at);
+  const size_t comma = value.find(',');
+  auto v = parse_uint(value.substr(0, comma));
   if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-  return static_cast<int64_t>(*v);
+  CheckpointReport r;
+  r.time = static_cast<int64_t>(*v);
+  if (comma != std::string_view::npos && reportable_name(value.substr(comma + 1)))
+    r.name = std::string(value.substr(comma + 1));
+  return r;
+}
+
+std::optional<int64_t> checkpoint_report(std::string_view comment) {
+  const auto r = checkpoint_report_of(comment);
+  if (!r) return std::nullopt;
+  return r->time;
 }
 
 std::optional<int64_t> trusted_checkpoint_time(std::optional<int64_t> reported, int64_t start_time, int64_t now) {

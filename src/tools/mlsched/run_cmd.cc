@@ -96,7 +96,7 @@ std::optional<JobDirectives> job_directives() {
 
 // Writes `time` into the job's Comment (checkpoint.h: with_checkpoint_report) as
 // the job's owner. Returns "" or what went wrong.
-std::string send_checkpoint_report(uint32_t job_id, int64_t time) {
+std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::string& name) {
   slurm_init(nullptr);
   job_info_msg_t* msg = nullptr;
   if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg || !msg->record_count) {
@@ -104,7 +104,7 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time) {
     return std::string("cannot read job ") + std::to_string(job_id) + ": " + slurm_strerror(slurm_get_errno());
   }
   const char* old = msg->job_array[0].comment;
-  std::string comment = with_checkpoint_report(old ? old : "", time);
+  std::string comment = with_checkpoint_report(old ? old : "", time, name);
   slurm_free_job_info_msg(msg);
   job_desc_msg_t update;
   slurm_init_job_desc_msg(&update);
@@ -119,7 +119,7 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time) {
 // child process, because libslurm ends the process (fatal) when it cannot read its
 // configuration, and bounded in time, because a hung controller must not stall
 // the training. The file mark is already written; this only informs preemption.
-void report_checkpoint(uint32_t job_id, int64_t time) {
+void report_checkpoint(uint32_t job_id, int64_t time, const std::string& name) {
   // libslurm alone retries an unreachable controller for about 18 s.
   constexpr unsigned kReportTimeout = 10;  // seconds
   fflush(nullptr);
@@ -131,7 +131,7 @@ void report_checkpoint(uint32_t job_id, int64_t time) {
   }
   if (child == 0) {
     alarm(kReportTimeout);
-    const std::string why = send_checkpoint_report(job_id, time);
+    const std::string why = send_checkpoint_report(job_id, time, name);
     if (!why.empty()) fprintf(stderr, "mlsched ckpt: %s\n", why.c_str());
     fflush(nullptr);
     _exit(why.empty() ? 0 : 1);
@@ -299,6 +299,15 @@ int cmd_run(Args& args) {
   return supervise(r, child, forwarded);
 }
 
+// The checkpoint's name as reported (inside its directory, as the LATEST record keeps it).
+std::string reported_name(const std::string& dir, const std::string& path) {
+  std::string prefix = dir;
+  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+  prefix += '/';
+  if (path.rfind(prefix, 0) == 0) return path.substr(prefix.size());
+  return path;
+}
+
 int cmd_ckpt(Args& args) {
   if (args.flag("--help")) {
     fputs(kCkptHelp, stdout);
@@ -320,7 +329,7 @@ int cmd_ckpt(Args& args) {
   const std::string why = mark_checkpoint_complete(dir, static_cast<uint32_t>(*restart), path, now, geteuid());
   if (!why.empty()) throw ToolError(why);
   if (auto job_id = parse_uint(env("SLURM_JOB_ID")); job_id && *job_id > 0 && *job_id <= UINT32_MAX)
-    report_checkpoint(static_cast<uint32_t>(*job_id), now);
+    report_checkpoint(static_cast<uint32_t>(*job_id), now, reported_name(dir, path));
   return 0;
 }
 
