@@ -215,6 +215,22 @@ pid_t start_training(std::vector<std::string>& command, const sigset_t& previous
   return child;
 }
 
+// How long `mlsched run` waits for a checkpoint's report before it requeues anyway.
+constexpr int64_t kReportGraceSeconds = 3;
+
+// Whether slurmctld holds a checkpoint report of `time` or later for the job.
+bool reported_since(uint32_t job_id, int64_t time) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg || !msg->record_count) {
+    if (msg) slurm_free_job_info_msg(msg);
+    return true;  // cannot tell: do not hold the GPUs for it
+  }
+  const char* comment = msg->job_array[0].comment;
+  const auto reported = checkpoint_report(comment ? comment : "");
+  slurm_free_job_info_msg(msg);
+  return reported && *reported >= time;
+}
+
 // After a checkpoint signal, once the training reports a checkpoint newer than the
 // signal, the job gives its GPUs back at once by requeueing itself rather than
 // holding them for the rest of its grace time. Returns true once it asked.
@@ -222,6 +238,11 @@ bool requeue_if_checkpointed(const RunSettings& r, uint32_t job_id, int64_t aske
   const LatestCheckpoint latest = read_latest_checkpoint(r.dir, geteuid());
   const auto& record = latest.record;
   if (!record || record->restart != r.restart || record->time < asked_at) return false;
+  // `mlsched ckpt done` marks first and reports to slurmctld right after: give the
+  // report a few seconds to land, so that the Comment accounting keeps for this run
+  // names the checkpoint it ended with (`mlsched history`).
+  if (static_cast<int64_t>(time(nullptr)) - record->time < kReportGraceSeconds && !reported_since(job_id, record->time))
+    return false;
   fprintf(stderr, "mlsched run: checkpoint %s complete; requeueing job %u to give its GPUs back\n",
           record->path.c_str(), job_id);
   if (slurm_requeue(job_id, 0) != SLURM_SUCCESS)
