@@ -87,7 +87,7 @@ MlStatus ml_status(const SlurmJobView& job) {
     bool by_preemption = false;
     if (p.times && p.last_at > 0) {
       if (job.start_time > 0) {
-        by_preemption = p.last_at + kSlackSeconds >= job.start_time &&
+        by_preemption = p.last_at >= job.start_time &&
                         (job.end_time == 0 || p.last_at <= job.end_time + kSlackSeconds);
       } else if (job.queued_since > 0) {
         const int64_t grace = job.checkpoint_grace ? job.checkpoint_grace : kDefaultGraceWindow;
@@ -113,8 +113,10 @@ MlStatus ml_status(const SlurmJobView& job) {
 
   if (st == "RUNNING" || st == "SUSPENDED") {
     s.run = job.restarts + 1;
+    // The mark is written during the run it ends (whole seconds, never before its
+    // start): one from an earlier run is older than this run's start.
     const bool victim = job.preempt_time > 0 ||
-                        (p.times && p.last_at > 0 && job.start_time > 0 && p.last_at + kSlackSeconds >= job.start_time);
+                        (p.times && p.last_at > 0 && job.start_time > 0 && p.last_at >= job.start_time);
     if (job.configuring) {
       s.state = MlState::placed;
       s.detail = "allocated; nodes and job launching";

@@ -76,7 +76,11 @@ START_TEST(states_follow_a_jobs_life) {
   ck_assert_string_eq(s.detail, "after run 1, preempted by job 815; waiting to resume from step-41 (Slurm: BeginTime)");
 
   // Running again: resumed from the checkpoint the comment names, until it reports its own.
+  // The preemption mark of the first run does not make it a victim again, however soon
+  // it restarted.
   v.state = "RUNNING";
+  v.start_time = 1031;
+  ck_assert_str_eq(ml_state_name(ml_status(v).state), "resumed");
   v.start_time = 1100;
   s = ml_status(v);
   ck_assert_str_eq(ml_state_name(s.state), "resumed");
