@@ -448,7 +448,7 @@ std::string format_history(const JobHistory& h, int64_t now) {
            (r.end ? local_time(r.end) : std::string("now")) + " (" +
            format_duration(std::max<int64_t>(0, (r.end ? r.end : now) - r.start)) + ")";
     out += " on " + (r.nodes.empty() ? std::string("unknown nodes") : shown(r.nodes, 256)) + ", " +
-           std::to_string(r.gpus) + " GPUs\n";
+           std::to_string(r.gpus) + (r.gpus == 1 ? " GPU\n" : " GPUs\n");
     if (!r.gpu_indices.empty()) out += "  GPUs:         " + indices_text(r.gpu_indices) + "\n";
     out += "  ended:        " + r.end_detail + "\n";
     out += "  resumed from: " +

@@ -24,8 +24,8 @@ from test_preempt import (ALICE, BOB, CAROL, CHECKPOINT_EVERY, OTHER_NODES, REPO
                           metrics, output, preempt_cluster, restart_slurmd, restarts, set_slurmd_timeout,
                           slurmd_of, start_requeued_now)
 
-STEPS = 700              # 0.1 s steps: the third run finishes the rest
-CHECKPOINT_SECONDS = 6   # the checkpoint on the signal takes this long: the grace is visible
+STEPS = 1000             # 0.1 s steps: the third run finishes the rest
+CHECKPOINT_SECONDS = 8   # the checkpoint on the signal takes this long: the grace is visible
 
 
 def tool(cluster, *args, user=None):
@@ -259,7 +259,7 @@ exec {TOOL} run -- {TRAINER}
         assert cluster.run(["scontrol", "reconfigure"]).rc == 0
 
 
-def test_history_and_jobs_refuse_bad_input_and_say_when_accounting_is_unknown(cluster):
+def test_history_and_jobs_refuse_bad_input_and_say_when_accounting_is_unknown(cluster, tmp_path):
     # Not job ids: usage errors (exit 2) with the reason, no crash.
     for bad in ("0", "abc", "-5", "99999999999", "1;reboot"):
         res = cluster.run([str(TOOL), "history", bad])
@@ -273,3 +273,33 @@ def test_history_and_jobs_refuse_bad_input_and_say_when_accounting_is_unknown(cl
     # A job nobody knows.
     res = cluster.run([str(TOOL), "history", "4000000000"])
     assert res.rc == 1 and "does not exist" in res.err, res
+
+    # Accounting unreachable (a copy of slurm.conf naming a port nothing listens on):
+    # the run slurmctld knows is shown, and what is unknown is said.
+    res, _ = cluster.sbatch(BOB, "#!/bin/bash\nsleep 60\n", "-A", "nlp", "--gres=gpu:1", "-t", "2", "-o", "/dev/null")
+    job = cluster.job_id(res)
+    try:
+        cluster.wait_state(job, {"RUNNING"})
+        import socket
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            closed_port = s.getsockname()[1]
+        conf = tmp_path / "slurm.conf"
+        conf.write_text(re.sub(r"(?m)^AccountingStoragePort=.*$", f"AccountingStoragePort={closed_port}",
+                               cluster.conf.read_text()))
+        conf.chmod(0o644)
+        tmp_path.chmod(0o755)
+        env = dict(cluster.env, SLURM_CONF=str(conf))
+        started = time.time()
+        proc = subprocess.run([str(TOOL), "history", job], capture_output=True, text=True, env=env, timeout=120)
+        assert proc.returncode == 0, (proc.stdout, proc.stderr)
+        assert "accounting (slurmdbd) could not be read" in proc.stdout, proc.stdout
+        assert "earlier runs, if any, are unknown" in proc.stdout, proc.stdout
+        assert re.search(r"(?m)^run 1 .* on gpu\d+, 1 GPU$", proc.stdout), proc.stdout
+        assert "  ended:        still running" in proc.stdout, proc.stdout
+        data = json.loads(subprocess.run([str(TOOL), "history", "--json", job], capture_output=True, text=True,
+                                         env=env, timeout=120).stdout)
+        assert data["accounting_read"] is False and data["accounting_problem"], data
+        print(f"\nmlsched history without accounting ({time.time() - started:.1f} s):\n{proc.stdout}")
+    finally:
+        cluster.cancel(job)
