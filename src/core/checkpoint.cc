@@ -252,26 +252,30 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// [begin, end) of each whitespace-separated word that is a report.
-std::vector<std::pair<size_t, size_t>> report_words(std::string_view text) {
-  const std::string head = std::string(kCheckpointReportKey) + "=";
+// [begin, end) of each whitespace-separated word that starts with one of `keys`=.
+std::vector<std::pair<size_t, size_t>> words_of(std::string_view text, std::initializer_list<const char*> keys) {
   std::vector<std::pair<size_t, size_t>> words;
   size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && is_space(text[i])) ++i;
     const size_t begin = i;
     while (i < text.size() && !is_space(text[i])) ++i;
-    if (i > begin && text.substr(begin, head.size()) == head) words.emplace_back(begin, i);
+    if (i == begin) continue;
+    for (const char* key : keys) {
+      const std::string head = std::string(key) + "=";
+      if (text.substr(begin, head.size()) == head) {
+        words.emplace_back(begin, i);
+        break;
+      }
+    }
   }
   return words;
 }
 
-}  // namespace
-
-std::string without_checkpoint_report(std::string_view comment) {
+std::string without_words(std::string_view comment, std::initializer_list<const char*> keys) {
   std::string out;
   size_t from = 0;
-  for (auto [begin, end] : report_words(comment)) {
+  for (auto [begin, end] : words_of(comment, keys)) {
     // Take one separating space with the word: the one before it, else the one after.
     size_t cut_begin = begin, cut_end = end;
     if (cut_begin > from && is_space(comment[cut_begin - 1])) --cut_begin;
@@ -283,8 +287,6 @@ std::string without_checkpoint_report(std::string_view comment) {
   return out;
 }
 
-namespace {
-
 // A checkpoint name that may go into a report: short, and nothing a terminal, a
 // shell or Slurm's comment parsing could take for something else.
 bool reportable_name(std::string_view name) {
@@ -295,23 +297,21 @@ bool reportable_name(std::string_view name) {
   return true;
 }
 
-}  // namespace
-
-std::string with_checkpoint_report(std::string_view comment, int64_t time, std::string_view name) {
-  std::string out = without_checkpoint_report(comment);
-  // Always one space before the word, so that without_checkpoint_report() gives the
-  // user's text back exactly.
+// The comment with one word `key=<time>[,<name>]` replacing every earlier `key=` word.
+std::string with_word(std::string_view comment, const char* key, int64_t time, std::string_view name) {
+  std::string out = without_words(comment, {key});
+  // Always one space before the word, so that removing it gives the user's text back exactly.
   if (!out.empty()) out += ' ';
-  out += std::string(kCheckpointReportKey) + "=" + std::to_string(time);
+  out += std::string(key) + "=" + std::to_string(time);
   if (reportable_name(name)) out += "," + std::string(name);
   return out;
 }
 
-std::optional<CheckpointReport> checkpoint_report_of(std::string_view comment) {
-  const auto words = report_words(comment);
+std::optional<CheckpointReport> word_of(std::string_view comment, const char* key) {
+  const auto words = words_of(comment, {key});
   if (words.empty()) return std::nullopt;
   const auto [begin, end] = words.back();
-  const size_t value_at = begin + std::string(kCheckpointReportKey).size() + 1;
+  const size_t value_at = begin + std::string(key).size() + 1;
   const std::string_view value = comment.substr(value_at, end - value_at);
   const size_t comma = value.find(',');
   auto v = parse_uint(value.substr(0, comma));
@@ -321,6 +321,30 @@ std::optional<CheckpointReport> checkpoint_report_of(std::string_view comment) {
   if (comma != std::string_view::npos && reportable_name(value.substr(comma + 1)))
     r.name = std::string(value.substr(comma + 1));
   return r;
+}
+
+}  // namespace
+
+const char* const kResumeReportKey = "mlsched-resumed";
+
+std::string without_checkpoint_report(std::string_view comment) {
+  return without_words(comment, {kCheckpointReportKey, kResumeReportKey});
+}
+
+std::string with_checkpoint_report(std::string_view comment, int64_t time, std::string_view name) {
+  return with_word(comment, kCheckpointReportKey, time, name);
+}
+
+std::string with_resume_report(std::string_view comment, int64_t time, std::string_view name) {
+  return with_word(comment, kResumeReportKey, time, name);
+}
+
+std::optional<CheckpointReport> checkpoint_report_of(std::string_view comment) {
+  return word_of(comment, kCheckpointReportKey);
+}
+
+std::optional<CheckpointReport> resume_report_of(std::string_view comment) {
+  return word_of(comment, kResumeReportKey);
 }
 
 std::optional<int64_t> checkpoint_report(std::string_view comment) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -81,8 +82,9 @@ extern const char* const kCheckpointReportKey;  // "mlsched-checkpoint"
 // [A-Za-z0-9._/+-] is left out (the time alone is reported).
 inline constexpr size_t kMaxReportedName = 64;
 std::string with_checkpoint_report(std::string_view comment, int64_t time, std::string_view name = {});
-// The comment with every report word removed, the rest as the user wrote it:
-// job_submit/mlsched lets an update through that changes nothing else.
+// The comment with every report word removed (checkpoint and resume reports), the
+// rest as the user wrote it: job_submit/mlsched lets an update through that changes
+// nothing else.
 std::string without_checkpoint_report(std::string_view comment);
 // The reported time (the last report word); nullopt when none or not a number.
 std::optional<int64_t> checkpoint_report(std::string_view comment);
@@ -93,6 +95,14 @@ struct CheckpointReport {
   std::string name;
 };
 std::optional<CheckpointReport> checkpoint_report_of(std::string_view comment);
+// At the start of a later run, `mlsched run` reports the checkpoint it resumes from
+// (the record's time and name) as one word `mlsched-resumed=<time>,<name>` in the
+// Comment, replaced by the next run's: accounting's record of each run then says
+// what that run resumed from, however many checkpoints it reported after. It is not
+// a checkpoint of the run (preemption ignores it).
+extern const char* const kResumeReportKey;  // "mlsched-resumed"
+std::string with_resume_report(std::string_view comment, int64_t time, std::string_view name);
+std::optional<CheckpointReport> resume_report_of(std::string_view comment);
 // How far a report is believed. Anyone who owns the job can write any number
 // there, so a report counts only inside [start_time, now]: a time before the
 // current run's start comes from an earlier allocation (or is false) and is

@@ -127,9 +127,13 @@ MlStatus ml_status(const SlurmJobView& job) {
                  "; grace running";
     } else if (job.restarts > 0) {
       s.state = MlState::resumed;
-      // The comment holds the last report only: it names what this run resumed from
-      // until this run reports a checkpoint of its own.
-      if (s.last_checkpoint && s.last_checkpoint->time < job.start_time) s.resumed_from = s.last_checkpoint->name;
+      // `mlsched run` reports what it resumed from; a checkpoint report from before
+      // this run's start says the same when that report is missing (or older).
+      std::optional<CheckpointReport> from = resume_report_of(job.comment);
+      if (s.last_checkpoint && s.last_checkpoint->time < job.start_time &&
+          (!from || s.last_checkpoint->time > from->time))
+        from = s.last_checkpoint;
+      if (from) s.resumed_from = from->name;
       s.detail = "run " + std::to_string(s.run) +
                  (s.resumed_from.empty() ? "" : ", resumed from " + s.resumed_from);
     } else {
@@ -297,12 +301,16 @@ JobHistory build_history(const HistoryInput& in) {
                       " runs are listed");
   }
 
-  // Every checkpoint report any run's Comment carried, by time: what a run resumed from.
+  // Every checkpoint any record's Comment names, by time: the last one each run
+  // reported, and the one each later run resumed from (`mlsched run`'s resume
+  // report, which is also the last checkpoint of the run before, should that run's
+  // own report have landed after accounting recorded its end).
   std::vector<CheckpointReport> reports;
   auto add_report = [&](const std::string& comment) {
     if (auto r = checkpoint_report_of(comment)) reports.push_back(*r);
+    if (auto r = resume_report_of(comment)) reports.push_back(*r);
   };
-  for (const auto& r : unique) add_report(r.comment);
+  for (const auto& r : in.accounted) add_report(r.comment);
   if (in.controller) add_report(in.controller->comment);
   std::sort(reports.begin(), reports.end(),
             [](const CheckpointReport& a, const CheckpointReport& b) { return a.time < b.time; });
@@ -329,10 +337,17 @@ JobHistory build_history(const HistoryInput& in) {
       run.gpu_indices = in.gpu_indices;
     }
     const int64_t until = run.end ? run.end : std::max(in.now, run.start);
-    if (auto c = checkpoint_report_of(r.comment); c && c->time >= r.start && c->time <= until + kSlackSeconds)
-      run.ended_with = c;
-    for (const auto& c : reports)
-      if (c.time < r.start) run.resumed_from = c;
+    // Reports are in time order; of two of the same checkpoint, the one with its name.
+    auto newer = [](const CheckpointReport& c, const std::optional<CheckpointReport>& than) {
+      return !than || c.time > than->time || (c.time == than->time && !c.name.empty());
+    };
+    for (const auto& c : reports) {
+      if (c.time < r.start) {
+        if (newer(c, run.resumed_from)) run.resumed_from = c;
+      } else if (c.time <= until + kSlackSeconds && newer(c, run.ended_with)) {
+        run.ended_with = c;
+      }
+    }
     run.gpu_seconds = static_cast<double>(run.gpus) * static_cast<double>(std::max<int64_t>(0, until - run.start));
     if (interrupted(run.end_cause) && run.end) {
       const int64_t kept_until = run.ended_with ? std::min(run.ended_with->time, run.end) : run.start;

@@ -271,6 +271,48 @@ START_TEST(checkpoint_report_names) {
   ck_assert_string_eq(with_checkpoint_report("", 5, std::string(65, 'a')), "mlsched-checkpoint=5");
   ck_assert(!checkpoint_report_of("mlsched-checkpoint=,step-1"));
   ck_assert(!checkpoint_report_of("mlsched-checkpoint=-1"));
+  // The resume report is a word of its own: each kind replaces only its own, and
+  // job_submit's comparison (without_checkpoint_report) ignores both.
+  c = with_resume_report("nlp sweep 1 mlsched-checkpoint=1700000005,step-9", 1700000005, "step-9");
+  c = with_checkpoint_report(c, 1700000100, "step-20");
+  ck_assert_string_eq(c, "nlp sweep 1 mlsched-resumed=1700000005,step-9 mlsched-checkpoint=1700000100,step-20");
+  ck_assert_string_eq(resume_report_of(c)->name, "step-9");
+  ck_assert_int_eq(checkpoint_report(c).value(), 1700000100);
+  ck_assert_string_eq(without_checkpoint_report(c), "nlp sweep 1");
+  ck_assert_string_eq(with_resume_report(c, 1700000100, "step-20"),
+                      "nlp sweep 1 mlsched-checkpoint=1700000100,step-20 mlsched-resumed=1700000100,step-20");
+}
+END_TEST
+
+// A run's own report can land after accounting recorded its end (the job was
+// requeued a moment after a checkpoint): the next run's resume report still says
+// which checkpoint the run ended with, and the state names what a run resumed from
+// whatever it reported since.
+START_TEST(resume_reports_fill_in_late_checkpoint_reports) {
+  HistoryInput in;
+  in.job_id = 5;
+  in.accounting_read = true;
+  in.now = 5000;
+  in.accounted = {acct("NODE_FAIL", 1000, 1100, "gpu[13-14]", 16, report(1080, "step-100"), kDirectives),
+                  acct("COMPLETED", 1200, 1300, "gpu[13,15]", 16,
+                       with_checkpoint_report(with_resume_report("", 1098, "step-120"), 1250, "step-200"),
+                       kDirectives)};
+  in.node_events = {{"gpu14", 1100, "Not responding"}};
+  const JobHistory h = build_history(in);
+  ck_assert_uint_eq(h.runs.size(), 2);
+  ck_assert_string_eq(h.runs[0].ended_with->name, "step-120");
+  ck_assert_double_eq(h.runs[0].lost_gpu_seconds, 16 * 2);
+  ck_assert_string_eq(h.runs[1].resumed_from->name, "step-120");
+  ck_assert_string_eq(h.runs[1].ended_with->name, "step-200");
+
+  SlurmJobView v = view("RUNNING");
+  v.restarts = 1;
+  v.start_time = 1200;
+  v.comment = with_checkpoint_report(with_resume_report("", 1098, "step-120"), 1250, "step-200");
+  const MlStatus s = ml_status(v);
+  ck_assert_str_eq(ml_state_name(s.state), "resumed");
+  ck_assert_string_eq(s.resumed_from, "step-120");
+  ck_assert_string_eq(s.last_checkpoint->name, "step-200");
 }
 END_TEST
 
@@ -328,6 +370,7 @@ Suite* lifecycle_suite() {
   tcase_add_test(tc, history_without_accounting_says_what_is_unknown);
   tcase_add_test(tc, history_is_bounded_and_escapes);
   tcase_add_test(tc, checkpoint_report_names);
+  tcase_add_test(tc, resume_reports_fill_in_late_checkpoint_reports);
   tcase_add_test(tc, record_stays_bounded_after_1000_preemptions);
   tcase_add_test(tc, job_list_is_aligned_and_escaped);
   suite_add_tcase(s, tc);

@@ -94,9 +94,18 @@ std::optional<JobDirectives> job_directives() {
   return d;
 }
 
+// The checkpoint's name as reported (inside its directory, as the LATEST record keeps it).
+std::string reported_name(const std::string& dir, const std::string& path) {
+  std::string prefix = dir;
+  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+  prefix += '/';
+  if (path.rfind(prefix, 0) == 0) return path.substr(prefix.size());
+  return path;
+}
+
 // Writes `time` into the job's Comment (checkpoint.h: with_checkpoint_report) as
 // the job's owner. Returns "" or what went wrong.
-std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::string& name) {
+std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::string& name, bool resume) {
   slurm_init(nullptr);
   job_info_msg_t* msg = nullptr;
   if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg || !msg->record_count) {
@@ -104,7 +113,8 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::str
     return std::string("cannot read job ") + std::to_string(job_id) + ": " + slurm_strerror(slurm_get_errno());
   }
   const char* old = msg->job_array[0].comment;
-  std::string comment = with_checkpoint_report(old ? old : "", time, name);
+  std::string comment = resume ? with_resume_report(old ? old : "", time, name)
+                                 : with_checkpoint_report(old ? old : "", time, name);
   slurm_free_job_info_msg(msg);
   job_desc_msg_t update;
   slurm_init_job_desc_msg(&update);
@@ -119,7 +129,7 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::str
 // child process, because libslurm ends the process (fatal) when it cannot read its
 // configuration, and bounded in time, because a hung controller must not stall
 // the training. The file mark is already written; this only informs preemption.
-void report_checkpoint(uint32_t job_id, int64_t time, const std::string& name) {
+void report_checkpoint(uint32_t job_id, int64_t time, const std::string& name, bool resume = false) {
   // libslurm alone retries an unreachable controller for about 18 s.
   constexpr unsigned kReportTimeout = 10;  // seconds
   fflush(nullptr);
@@ -131,7 +141,7 @@ void report_checkpoint(uint32_t job_id, int64_t time, const std::string& name) {
   }
   if (child == 0) {
     alarm(kReportTimeout);
-    const std::string why = send_checkpoint_report(job_id, time, name);
+    const std::string why = send_checkpoint_report(job_id, time, name, resume);
     if (!why.empty()) fprintf(stderr, "mlsched ckpt: %s\n", why.c_str());
     fflush(nullptr);
     _exit(why.empty() ? 0 : 1);
@@ -303,6 +313,14 @@ int cmd_run(Args& args) {
   if (!start.note.empty()) fprintf(stderr, "mlsched run: %s\n", start.note.c_str());
   fprintf(stderr, "mlsched run: restart %u, checkpoints in %s, resuming from %s\n", r.restart, r.dir.c_str(),
           start.resume_from.empty() ? "nothing (first start)" : start.resume_from.c_str());
+  // Tell slurmctld what this run resumes from (the job's Comment, which accounting
+  // keeps per run): `mlsched history` and `mlsched jobs` show it.
+  if (const auto job_id = parse_uint(env("SLURM_JOB_ID")); job_id && *job_id > 0 && *job_id <= UINT32_MAX &&
+                                                            !start.resume_from.empty()) {
+    const LatestCheckpoint latest = read_latest_checkpoint(r.dir, geteuid());
+    if (latest.record)
+      report_checkpoint(static_cast<uint32_t>(*job_id), latest.record->time, reported_name(r.dir, latest.record->path), true);
+  }
 
   setenv("MLSCHED_CHECKPOINT_DIR", r.dir.c_str(), 1);
   setenv("MLSCHED_RESUME_FROM", start.resume_from.c_str(), 1);
@@ -318,15 +336,6 @@ int cmd_run(Args& args) {
   sigprocmask(SIG_BLOCK, &forwarded, &previous);
   const pid_t child = start_training(r.command, previous);
   return supervise(r, child, forwarded);
-}
-
-// The checkpoint's name as reported (inside its directory, as the LATEST record keeps it).
-std::string reported_name(const std::string& dir, const std::string& path) {
-  std::string prefix = dir;
-  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
-  prefix += '/';
-  if (path.rfind(prefix, 0) == 0) return path.substr(prefix.size());
-  return path;
 }
 
 int cmd_ckpt(Args& args) {
