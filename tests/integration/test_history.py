@@ -168,8 +168,10 @@ exec {TOOL} run -- {TRAINER}
                             "-o", "/dev/null")
     preemptor = cluster.job_id(res)
     jobs.append(preemptor)
-    seen = wait_for(lambda: (lambda t: t if t[2] and t[2]["status"]["state"] == "checkpointing" else None)(
-        jobs_row(cluster, job)), "mlsched jobs to show the victim checkpointing", timeout=60, interval=0.3)
+    # (preempt/mlsched's mark, which names the preemptor, follows Slurm's signal within a second)
+    seen = wait_for(lambda: (lambda t: t if t[2] and t[2]["status"]["state"] == "checkpointing"
+                             and t[2]["status"]["preempted_by"] else None)(jobs_row(cluster, job)),
+                    "mlsched jobs to show the victim checkpointing", timeout=60, interval=0.3)
     text, line, data = seen
     assert data["status"]["preempted_by"] == int(preemptor), text
     assert re.search(rf"\bcheckpointing\s+1\s.*checkpoint signal sent \(preempted by job {preemptor}\); grace running",
