@@ -144,13 +144,18 @@ MlStatus ml_status(const SlurmJobView& job) {
     return s;
   }
 
-  s.run = job.start_time > 0 || job.restarts ? job.restarts + 1 : 0;
+  // A requeue clears the run's times: an end without a start came while it waited
+  // again after `restarts` runs (or before any).
+  const bool ended_while_waiting = job.start_time == 0;
+  s.run = ended_while_waiting ? job.restarts : job.restarts + 1;
   if (st == "COMPLETED") {
     s.state = MlState::completed;
     s.detail = s.run ? "finished in run " + std::to_string(s.run) : "finished";
   } else if (st == "CANCELLED") {
     s.state = MlState::cancelled;
-    s.detail = s.run ? "cancelled in run " + std::to_string(s.run) : "cancelled while queued";
+    s.detail = ended_while_waiting ? (s.run ? "cancelled while waiting after run " + std::to_string(s.run)
+                                            : std::string("cancelled while queued"))
+                                   : "cancelled in run " + std::to_string(s.run);
   } else {
     s.state = MlState::failed;
     s.detail = failure_detail(st, job.exit_code) + (s.run ? " in run " + std::to_string(s.run) : "");
@@ -382,6 +387,9 @@ JobHistory build_history(const HistoryInput& in) {
     h.status_known = true;
     h.preemptions = decode_job_record(last->admin_comment).preemptions;
   }
+  if (in.accounting_read && !in.comments_in_accounting && h.runs.size() > 1)
+    h.notes.push_back("checkpoints of earlier runs unknown: accounting keeps a run's Comment (where `mlsched ckpt "
+                      "done` reports them) only with AccountingStoreFlags=job_comment in slurm.conf");
   if (!in.accounting_read) {
     const size_t known = h.runs.size();
     if (h.runs_expected > known)

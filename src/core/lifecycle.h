@@ -141,6 +141,9 @@ struct HistoryInput {
   std::map<std::string, std::vector<int>> gpu_indices; // current run's GPU indices per node
   bool accounting_read = false;
   std::string accounting_problem;
+  // AccountingStoreFlags=job_comment: accounting keeps each run's Comment (the
+  // checkpoint reports). Without it only the current run's checkpoints are known.
+  bool comments_in_accounting = true;
   std::vector<AccountedRun> accounted;                 // any order
   std::vector<NodeDownEvent> node_events;
   int64_t now = 0;

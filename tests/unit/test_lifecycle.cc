@@ -109,6 +109,9 @@ END_TEST
 START_TEST(ends_are_named) {
   SlurmJobView v = view("CANCELLED");
   ck_assert_string_eq(format_status(ml_status(v)), "cancelled: cancelled while queued");
+  v.restarts = 1;  // requeued once, cancelled while it waited (Slurm cleared the run's start)
+  ck_assert_string_eq(format_status(ml_status(v)), "cancelled: cancelled while waiting after run 1");
+  v.restarts = 0;
   v.start_time = 10;
   ck_assert_string_eq(format_status(ml_status(v)), "cancelled: cancelled in run 1");
   v.state = "FAILED";

@@ -83,6 +83,9 @@ std::string passwd_name(uint32_t uid) {
   return "";
 }
 
+// AccountingStoreFlags=job_comment: accounting keeps each run's Comment.
+bool g_comments_stored = true;
+
 struct AccountingOfJob {
   std::vector<AccountedRun> runs;
   std::vector<NodeDownEvent> node_events;
@@ -93,7 +96,15 @@ struct AccountingOfJob {
 // the node-down events of the nodes those runs used. Throws ToolError when
 // slurmdbd cannot be asked.
 AccountingOfJob load_job_accounting(uint32_t job_id, time_t now) {
-  const std::string cluster_name = cluster_name_from_slurmctld();
+  std::string cluster_name;
+  {
+    slurm_conf_t* conf = nullptr;
+    if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
+      throw ToolError(slurm_error("cannot read the cluster's configuration from slurmctld"));
+    cluster_name = str(conf->cluster_name);
+    g_comments_stored = conf->conf_flags & CTL_CONF_SJC;
+    slurm_free_ctl_conf(conf);
+  }
   uint16_t persist_flags = 0;
   void* db = slurmdb_connection_get(&persist_flags);
   if (!db) throw ToolError(slurm_error("cannot reach the accounting database (slurmdbd)"));
@@ -282,9 +293,10 @@ SlurmJobView job_view(const slurm_job_info_t& j) {
                    ? "None"
                    : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
   v.restarts = j.restart_cnt;
-  v.start_time = j.start_time;
-  // A running job's end_time is its expected end; only an ended one's is real.
   const uint32_t base = j.job_state & JOB_STATE_BASE;
+  // A pending job's start_time is Slurm's estimate of its next start, not a run's.
+  v.start_time = base == JOB_PENDING ? 0 : j.start_time;
+  // A running job's end_time is its expected end; only an ended one's is real.
   v.end_time = base == JOB_PENDING || base == JOB_RUNNING || base == JOB_SUSPENDED ? 0 : j.end_time;
   v.queued_since = j.submit_time;
   v.preempt_time = j.preempt_time;
@@ -329,6 +341,7 @@ int cmd_history(Args& args) {
   try {
     AccountingOfJob a = load_job_accounting(id, in.now);
     in.accounting_read = true;
+    in.comments_in_accounting = g_comments_stored;
     in.accounted = std::move(a.runs);
     in.node_events = std::move(a.node_events);
     if (in.name.empty()) in.name = a.name;
