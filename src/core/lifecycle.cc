@@ -146,7 +146,8 @@ MlStatus ml_status(const SlurmJobView& job) {
 
   // A requeue clears the run's times: an end without a start came while it waited
   // again after `restarts` runs (or before any).
-  const bool ended_while_waiting = job.start_time == 0;
+  // Cancelling a waiting job sets its start to its end, and it holds no nodes.
+  const bool ended_while_waiting = job.start_time == 0 || (st == "CANCELLED" && !job.allocated);
   s.run = ended_while_waiting ? job.restarts : job.restarts + 1;
   if (st == "COMPLETED") {
     s.state = MlState::completed;
@@ -379,6 +380,7 @@ JobHistory build_history(const HistoryInput& in) {
     v.requeuing = last->requeue_flag;
     v.start_time = last->start;
     v.end_time = last->end;
+    v.allocated = !last->nodes.empty();
     v.exit_code = last->exit_code;
     v.comment = last->comment;
     v.admin_comment = last->admin_comment;

@@ -33,6 +33,7 @@ struct SlurmJobView {
   std::string state;
   bool configuring = false;  // allocated, nodes booting or the job launching
   bool requeuing = false;    // a JOB_REQUEUE* flag: this run ends into a requeue
+  bool allocated = false;    // Slurm names nodes for its current or last run (a requeue clears them)
   std::string reason;        // Slurm's reason while pending ("Resources", "BeginTime" ...)
   uint32_t restarts = 0;     // Slurm's restart count: requeues of any cause
   int64_t start_time = 0;    // start of the current or last run; 0 while queued (a requeue clears it)

@@ -111,8 +111,11 @@ START_TEST(ends_are_named) {
   ck_assert_string_eq(format_status(ml_status(v)), "cancelled: cancelled while queued");
   v.restarts = 1;  // requeued once, cancelled while it waited (Slurm cleared the run's start)
   ck_assert_string_eq(format_status(ml_status(v)), "cancelled: cancelled while waiting after run 1");
+  v.start_time = v.end_time = 500;  // as slurmctld shows a waiting job it cancelled
+  ck_assert_string_eq(format_status(ml_status(v)), "cancelled: cancelled while waiting after run 1");
   v.restarts = 0;
-  v.start_time = 10;
+  v.start_time = v.end_time = 10;  // a run cancelled in the second it started: it held nodes
+  v.allocated = true;
   ck_assert_string_eq(format_status(ml_status(v)), "cancelled: cancelled in run 1");
   v.state = "FAILED";
   v.exit_code = 3 << 8;

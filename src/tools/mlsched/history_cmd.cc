@@ -293,6 +293,7 @@ SlurmJobView job_view(const slurm_job_info_t& j) {
                    ? "None"
                    : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
   v.restarts = j.restart_cnt;
+  v.allocated = j.nodes && *j.nodes;
   const uint32_t base = j.job_state & JOB_STATE_BASE;
   // A pending job's start_time is Slurm's estimate of its next start, not a run's.
   v.start_time = base == JOB_PENDING ? 0 : j.start_time;
