@@ -41,6 +41,13 @@ class Cluster:
         if os.environ.get("MLSCHED_SANITIZER_PRELOAD"):
             self.env["LD_PRELOAD"] = os.environ["MLSCHED_SANITIZER_PRELOAD"]
 
+    def slurm_release(self):
+        """(major, minor) of the Slurm the clients run, e.g. (24, 11): where what users
+        see differs by release (README, "Slurm releases")."""
+        out = self.run(["scontrol", "--version"]).out.split()
+        major, minor = out[-1].split(".")[:2]
+        return int(major), int(minor)
+
     def run(self, args, user=None, stdin=None, timeout=60):
         cmd = list(args)
         if user:
@@ -92,6 +99,13 @@ class Cluster:
 
     def cancel(self, job_id):
         self.run(["scancel", str(job_id)])
+
+
+def has_tres(text, field, spec):
+    """True if `scontrol show job` text shows `field` (TresPerNode, ...) as the GRES
+    `spec` ("gpu:h100:8"). Slurm 22.05 prints it as gres:gpu:..., 24.11 as gres/gpu:...;
+    either is what the user sees for the same request."""
+    return re.search(r"(?:^|\s)" + re.escape(field) + r"=gres[:/]" + re.escape(spec) + r"(?=\s|,|$)", text, re.M) is not None
 
 
 def wait_for(condition, what, timeout=90, interval=0.2):

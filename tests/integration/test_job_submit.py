@@ -5,6 +5,8 @@ import time
 
 import pytest
 
+from conftest import has_tres
+
 ALICE = "ml-alice"   # team vision
 BOB = "ml-bob"       # team nlp
 
@@ -36,7 +38,7 @@ def test_valid_directives_rewrite_the_job(cluster):
     job = cluster.job_id(res)
     try:
         text = cluster.show_job(job)
-        assert "TresPerNode=gres:gpu:h100:8" in text, text
+        assert has_tres(text, "TresPerNode", "gpu:h100:8"), text
         assert "Requeue=1" in text, text
         admin = cluster.job_field(job, "AdminComment")
         assert admin == ("mlsched: type=training gpu-type=h100 locality=nvlink-domain locality-mode=strict "
@@ -101,7 +103,7 @@ def test_jobs_without_directives_are_untouched(cluster):
     job = cluster.job_id(res)
     try:
         text = cluster.show_job(job)
-        assert "TresPerNode=gres:gpu:1" in text, text
+        assert has_tres(text, "TresPerNode", "gpu:1"), text
         assert "AdminComment" not in text or "mlsched" not in cluster.job_field(job, "AdminComment")
         assert res.err == "", res
     finally:
@@ -153,7 +155,7 @@ def test_srun_comment_directives_rewrite(cluster):
                        "--comment", "mlsched: type=interactive gpu-type=a100",
                        "scontrol", "show", "job", "-d"], user=BOB, timeout=90)
     assert res.rc == 0, res
-    assert "TresPerNode=gres:gpu:a100:1" in res.out, res
+    assert has_tres(res.out, "TresPerNode", "gpu:a100:1"), res
     assert re.search(r"GRES=gpu:a100:1\(IDX:\d+\)", res.out), res
     assert "AdminComment=mlsched: type=interactive" in res.out, res
 
@@ -163,13 +165,18 @@ def test_directives_cannot_be_changed_after_submission(cluster):
     job = cluster.job_id(res)
     try:
         # New directives through the comment: refused by job_modify.
+        # From 23.02 job_modify has a message channel: the user also sees why (22.05:
+        # Slurm's text for the error code only, the reason in slurmctld's log).
+        says_why = cluster.slurm_release() >= (23, 2)
         upd = cluster.run(["scontrol", "update", f"jobid={job}", "comment=mlsched: gpu-type=a100"], user=ALICE)
         assert upd.rc != 0, upd
         assert "not supported" in upd.err.lower(), upd
+        assert ("directives are fixed at submission" in upd.err) == says_why, upd
         # A GPU type outside the directive: refused.
         upd = cluster.run(["scontrol", "update", f"jobid={job}", "TresPerNode=gres:gpu:a100:1"], user=ALICE)
         assert upd.rc != 0, upd
         assert "Invalid generic resource" in upd.err, upd
+        assert ("GPU type a100 is outside this job's gpu-type directive (h100)" in upd.err) == says_why, upd
         # The stored directives themselves: only admins may touch the admin comment.
         upd = cluster.run(["scontrol", "update", f"jobid={job}", "AdminComment=mlsched: gpu-type=a100"],
                           user=ALICE)
@@ -221,9 +228,9 @@ def test_hetjob_components_take_their_own_directives(cluster):
             assert offset, out
             parts[int(offset.group(1))] = record
         assert sorted(parts) == [0, 1], out
-        assert "TresPerNode=gres:gpu:h100:2" in parts[0], parts[0]
+        assert has_tres(parts[0], "TresPerNode", "gpu:h100:2"), parts[0]
         assert "AdminComment=mlsched: type=training gpu-type=h100" in parts[0], parts[0]
-        assert "TresPerNode=gres:gpu:a100:1" in parts[1], parts[1]
+        assert has_tres(parts[1], "TresPerNode", "gpu:a100:1"), parts[1]
         assert "AdminComment=mlsched: type=inference gpu-type=a100" in parts[1], parts[1]
     finally:
         cluster.cancel(job)

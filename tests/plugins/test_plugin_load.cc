@@ -1,45 +1,58 @@
-// Loads each built plugin the way Slurm 22.05's loader does and resolves every
-// symbol it asks for, so a missing or misspelled symbol fails here, not inside a
-// controller. libslurmfull (what slurmctld links) is loaded first to provide the
-// Slurm functions and data the plugin uses.
-#include <check.h>
+// Loads each built plugin the way the Slurm it was built against loads it and
+// resolves every symbol that release's loader asks for, so a missing or misspelled
+// symbol fails here, not inside a controller. The lists are read from the loaders
+// in the configured Slurm source tree (SLURM_SOURCE_DIR), so each build is checked
+// against its own release. libslurmfull (what slurmctld links) is loaded first to
+// provide the Slurm functions and data the plugin uses.
 #include <dlfcn.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <check.h>  // after <fstream>: Check defines a macro named `fail`
 
 namespace {
 
 struct PluginSpec {
   const char* type;                  // "job_submit"
-  std::vector<const char*> symbols;  // the loader's syms[] for that plugin type
+  std::vector<const char*> loaders;  // the file holding the loader's syms[], by release line
 };
 
-// The symbol lists of the 22.05 loaders (src/slurmctld/job_submit.c,
-// src/common/slurm_priority.c, src/slurmctld/preempt.c). A plugin type is added
-// here when mlsched builds a plugin of that type.
+// Where each loader keeps its symbol list: 22.05's path first, then 23.02's and later
+// (src/interfaces). A plugin type is added here when mlsched builds a plugin of it.
 const PluginSpec kPlugins[] = {
-    {"job_submit", {"job_submit", "job_modify"}},
-    {"priority", {"priority_p_set", "priority_p_reconfig", "priority_p_set_assoc_usage", "priority_p_calc_fs_factor",
-                  "priority_p_get_priority_factors_list", "priority_p_job_end"}},
-    // node_select_syms[] of src/plugins/select/other/other_select.c
-    {"select",
-     {"plugin_id", "select_p_state_save", "select_p_state_restore", "select_p_job_init", "select_p_node_init",
-      "select_p_job_test", "select_p_job_begin", "select_p_job_ready", "select_p_job_expand", "select_p_job_resized",
-      "select_p_job_signal", "select_p_job_fini", "select_p_job_suspend", "select_p_job_resume",
-      "select_p_step_pick_nodes", "select_p_step_start", "select_p_step_finish", "select_p_select_nodeinfo_pack",
-      "select_p_select_nodeinfo_unpack", "select_p_select_nodeinfo_alloc", "select_p_select_nodeinfo_free",
-      "select_p_select_nodeinfo_set_all", "select_p_select_nodeinfo_set", "select_p_select_nodeinfo_get",
-      "select_p_select_jobinfo_alloc", "select_p_select_jobinfo_free", "select_p_select_jobinfo_set",
-      "select_p_select_jobinfo_get", "select_p_select_jobinfo_copy", "select_p_select_jobinfo_pack",
-      "select_p_select_jobinfo_unpack", "select_p_select_jobinfo_sprint", "select_p_select_jobinfo_xstrdup",
-      "select_p_get_info_from_plugin", "select_p_update_node_config", "select_p_reconfigure",
-      "select_p_resv_test"}},
-    {"preempt", {"preempt_p_job_preempt_check", "preempt_p_preemptable", "preempt_p_get_data"}},
+    {"job_submit", {"src/slurmctld/job_submit.c", "src/interfaces/job_submit.c"}},
+    {"priority", {"src/common/slurm_priority.c", "src/interfaces/priority.c"}},
+    {"select", {"src/common/select.c", "src/interfaces/select.c"}},
+    {"preempt", {"src/slurmctld/preempt.c", "src/interfaces/preempt.c"}},
 };
+
+// The quoted names of the first `...syms[] = { ... };` array in the loader's source.
+std::vector<std::string> loader_symbols(const PluginSpec& spec) {
+  for (const char* rel : spec.loaders) {
+    std::ifstream in(std::string(SLURM_SOURCE_DIR) + "/" + rel);
+    if (!in) continue;
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string src = text.str();
+    const size_t start = src.find("syms[] = {");
+    if (start == std::string::npos) continue;
+    const size_t end = src.find("};", start);
+    std::vector<std::string> names;
+    for (size_t q = src.find('"', start); q != std::string::npos && q < end; q = src.find('"', q + 1)) {
+      const size_t close = src.find('"', q + 1);
+      names.push_back(src.substr(q + 1, close - q - 1));
+      q = close;
+    }
+    return names;
+  }
+  return {};
+}
 
 std::string plugin_path(const char* type) {
   return std::string(PLUGIN_BUILD_DIR) + "/" + type + "/mlsched/.libs/" + type + "_mlsched.so";
@@ -74,8 +87,12 @@ START_TEST(plugin_resolves_loader_symbols) {
   const char* name = static_cast<const char*>(dlsym(h, "plugin_name"));
   ck_assert_msg(name != nullptr && std::strlen(name) > 0, "%s: no plugin_name", path.c_str());
 
-  for (const char* sym : spec.symbols)
-    ck_assert_msg(dlsym(h, sym) != nullptr, "%s: loader symbol %s is missing", path.c_str(), sym);
+  const std::vector<std::string> symbols = loader_symbols(spec);
+  // Fewer than two would mean the parse above found the wrong array.
+  ck_assert_msg(symbols.size() >= 2, "no %s loader symbol list found under %s", spec.type, SLURM_SOURCE_DIR);
+  for (const std::string& sym : symbols)
+    ck_assert_msg(dlsym(h, sym.c_str()) != nullptr, "%s: loader symbol %s (Slurm 0x%x) is missing", path.c_str(),
+                  sym.c_str(), EXPECTED_SLURM_VERSION);
   ck_assert_msg(dlsym(h, "init") != nullptr && dlsym(h, "fini") != nullptr, "%s: init/fini missing", path.c_str());
   dlclose(h);
 }

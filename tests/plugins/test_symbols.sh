@@ -3,7 +3,10 @@
 #  - it exports only what Slurm's loader looks up (nothing of the core's C++ leaks
 #    into a daemon that loads other plugins too);
 #  - every Slurm symbol it needs is defined by libslurmfull or slurmctld itself, so a
-#    lazily bound function cannot turn out missing at its first call in the controller.
+#    lazily bound function cannot turn out missing at its first call in the controller;
+#  - select/mlsched exports no select_p_* symbol its release's loader no longer asks
+#    for (a leftover of another release's interface), read from the configured source
+#    (SLURM_SOURCE_DIR) of the Slurm it was built against.
 set -u
 top=${top_builddir:-.}
 slurmfull=${SLURMFULL_LIB:-$(ls /usr/lib/*/slurm-wlm/libslurmfull.so 2>/dev/null | head -1)}
@@ -43,5 +46,23 @@ for so in "${plugins[@]}"; do
     echo "ok: $name needs only symbols slurmctld provides"; pass=$((pass + 1))
   fi
 done
+select_so="$top/src/plugins/select/mlsched/.libs/select_mlsched.so"
+loader=""
+for f in src/common/select.c src/interfaces/select.c; do
+  [ -f "${SLURM_SOURCE_DIR:-/nonexistent}/$f" ] && loader="$SLURM_SOURCE_DIR/$f" && break
+done
+if [ -z "$loader" ]; then
+  echo "FAIL: no select loader under SLURM_SOURCE_DIR='${SLURM_SOURCE_DIR:-}'"; fail=$((fail + 1))
+else
+  wanted=$(sed -n '/syms\[\] = {/,/};/p' "$loader" | grep -o '"select_p_[a-z_]*"' | tr -d '"' | sort -u)
+  stale=$(nm -D --defined-only "$select_so" | awk '{print $3}' | grep '^select_p_' | sort -u | comm -23 - <(echo "$wanted"))
+  if [ -z "$wanted" ] || [ -n "$stale" ]; then
+    echo "FAIL: select_mlsched.so exports select_p_* symbols $loader does not ask for: ${stale:-(no list found)}"
+    fail=$((fail + 1))
+  else
+    echo "ok: select_mlsched.so exports the $(echo "$wanted" | wc -l) select_p_* symbols of $loader, no others"
+    pass=$((pass + 1))
+  fi
+fi
 echo "$pass passed, $fail failed"
 [ "$fail" -eq 0 ]

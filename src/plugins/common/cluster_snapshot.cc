@@ -6,6 +6,7 @@
 
 #include "core/text.h"
 #include "plugins/common/ctld.h"
+#include "plugins/common/release.h"
 #include "plugins/common/slurm_headers.h"
 
 namespace mlsched::plugin {
@@ -45,16 +46,13 @@ std::shared_ptr<const ClusterModel> build(const Config& config, const char* log_
     model->slurm_index.push_back(node_ptr->index);
   }
   std::vector<SwitchSpec> switches;
-  switch_record_t* switches_table = ctld::switch_table();
-  for (int i = 0; switches_table && i < ctld::switch_count(); i++) {
-    const switch_record_t& sw = switches_table[i];
+  for (const release::SwitchView& sw : release::switches()) {
     SwitchSpec spec;
-    spec.name = sw.name ? sw.name : "";
+    spec.name = sw.name;
     spec.level = sw.level;
-    // node_bitmap covers every node below the switch (nodes= lists only direct ones).
-    if (sw.node_bitmap) {
-      for (int n = 0; table && n < count && n < bit_size(sw.node_bitmap); n++)
-        if (bit_test(sw.node_bitmap, n) && table[n]) spec.nodes.push_back(table[n]->name);
+    if (sw.nodes) {
+      for (int n = 0; table && n < count && n < bit_size(sw.nodes); n++)
+        if (bit_test(sw.nodes, n) && table[n]) spec.nodes.push_back(table[n]->name);
     }
     switches.push_back(std::move(spec));
   }
@@ -92,13 +90,13 @@ std::shared_ptr<const ClusterModel> ClusterSnapshot::get(const Config& config, u
   const long long node_update = static_cast<long long>(ctld::last_node_update());
   const time_t now = time(nullptr);
   const bool structure_changed = !cluster_ || config_generation_ != config_generation ||
-                                 switch_count_ != ctld::switch_count() || node_count_ != ctld::node_count();
+                                 switch_count_ != release::switch_count() || node_count_ != ctld::node_count();
   const bool nodes_changed = node_update_ != node_update && now - built_at_ >= kRefresh;
   if (structure_changed || nodes_changed) {
     cluster_ = build(config, log_prefix);
     node_update_ = node_update;
     config_generation_ = config_generation;
-    switch_count_ = ctld::switch_count();
+    switch_count_ = release::switch_count();
     node_count_ = ctld::node_count();
     built_at_ = now;
   }

@@ -1,7 +1,9 @@
 // The running configuration of an mlsched plugin inside slurmctld: loaded once at
 // plugin init, then re-read by a watcher thread when mlsched.conf changes (e.g.
 // before `scontrol reconfigure`), never under the controller's locks. A bad file
-// keeps the previous configuration and logs why.
+// keeps the previous configuration and logs why. Where a reconfigure starts a new
+// slurmctld (24.11), "previous" is the copy the watcher saves next to slurmctld's
+// state after each successful load.
 #pragma once
 
 #include <memory>
@@ -22,7 +24,9 @@ class ConfigStore {
   bool load(const std::string& path, const char* log_prefix);
   // What every plugin's init() does inside slurmctld: load mlsched.conf from its
   // default place and watch it. False (logged) when the file is missing or broken,
-  // which stops slurmctld as a broken slurm.conf does.
+  // which stops slurmctld as a broken slurm.conf does, except in a slurmctld that a
+  // reconfigure started (release::started_by_reconfigure()): that one keeps the
+  // configuration the previous process ran with, as the watcher does.
   bool start(const char* slurm_conf_path, const char* log_prefix);
   // The current configuration; never null after a successful load().
   std::shared_ptr<const Config> get() const;
@@ -35,6 +39,8 @@ class ConfigStore {
 
  private:
   bool reload_if_changed();
+  bool load_saved_copy();
+  void save_copy_if_new();
   void watch_loop(PeriodicWorker& worker);
 
   std::string path_;
@@ -42,6 +48,7 @@ class ConfigStore {
   mutable std::mutex mutex_;
   std::shared_ptr<const Config> config_;
   unsigned generation_ = 0;
+  unsigned saved_generation_ = 0;  // the generation whose file the watcher copied
   struct FileStamp {
     long long mtime_ns = 0, ctime_ns = 0, size = -1, inode = 0;
     bool operator==(const FileStamp& o) const {

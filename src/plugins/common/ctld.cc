@@ -39,13 +39,4 @@ time_t last_node_update() {
   static time_t* const p = lookup<time_t>("last_node_update");
   return value_of<time_t>(p, 0);
 }
-switch_record_t* switch_table() {
-  static switch_record_t** const p = lookup<switch_record_t*>("switch_record_table");
-  return value_of<switch_record_t*>(p, nullptr);
-}
-int switch_count() {
-  static int* const p = lookup<int>("switch_record_cnt");
-  return value_of<int>(p, 0);
-}
-
 }  // namespace mlsched::plugin::ctld

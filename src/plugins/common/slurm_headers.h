@@ -1,25 +1,10 @@
 // Slurm's internal headers, made usable from C++. They have no __cplusplus guards
-// of their own, so every plugin includes them through this file only.
+// of their own, so every plugin includes them through this file only. Which headers
+// (and where they live) depends on the release line: slurm_release.h comes from
+// src/plugins/common/slurm-X.Y, the directory configure picked (the version seam).
 #pragma once
 
-extern "C" {
-#include "config.h"  // Slurm's, from the configured source tree: struct layouts depend on it
-
-#include <slurm/slurm.h>
-#include <slurm/slurm_errno.h>
-
-#include "src/common/log.h"
-#include "src/common/node_conf.h"
-#include "src/common/plugin.h"
-#include "src/common/slurm_topology.h"
-#include "src/common/xmalloc.h"
-#include "src/common/xstring.h"
-#include "src/common/bitstring.h"
-#include "src/common/gres.h"
-#include "src/common/list.h"
-#include "src/common/select.h"
-#include "src/slurmctld/slurmctld.h"
-}
+#include "slurm_release.h"
 
 // Symbols the Slurm plugin loader resolves; everything else stays hidden
 // (-fvisibility=hidden and the linker version script).

@@ -22,7 +22,7 @@
 #include "core/tres.h"
 #include "tools/mlsched/cli.h"
 
-extern "C" const char* slurm_job_reason_string(enum job_state_reason inx);
+#include "slurm_public.h"  // the release line's (src/plugins/common/slurm-X.Y)
 
 namespace mlsched::tool {
 
@@ -52,7 +52,7 @@ const char* const kJobsHelp =
 
 // Lists from libslurm, freed on every path.
 struct ListGuard {
-  List list = nullptr;
+  struct xlist* list = nullptr;  // List (22.05) or list_t* (24.11): the same struct
   ~ListGuard() {
     if (list) slurm_list_destroy(list);
   }
@@ -134,7 +134,7 @@ AccountingOfJob load_job_accounting(uint32_t job_id, time_t now) {
   AccountingOfJob out;
   std::vector<std::string> nodes;
   int64_t earliest = 0;
-  ListIterator it = slurm_list_iterator_create(records.list);
+  struct listIterator* it = slurm_list_iterator_create(records.list);
   size_t read = 0;
   while (auto* j = static_cast<slurmdb_job_rec_t*>(slurm_list_next(it))) {
     if (j->jobid != job_id) continue;
@@ -184,7 +184,7 @@ AccountingOfJob load_job_accounting(uint32_t job_id, time_t now) {
     ListGuard events;
     events.list = slurmdb_events_get(db, &ev);
     if (events.list) {
-      ListIterator e = slurm_list_iterator_create(events.list);
+      struct listIterator* e = slurm_list_iterator_create(events.list);
       size_t n = 0;
       while (auto* rec = static_cast<slurmdb_event_rec_t*>(slurm_list_next(e))) {
         if (++n > 10000) break;
@@ -291,7 +291,7 @@ SlurmJobView job_view(const slurm_job_info_t& j) {
   if ((j.job_state & JOB_STATE_BASE) == JOB_PENDING)
     v.reason = j.state_reason == WAIT_NO_REASON
                    ? "None"
-                   : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+                   : str(mlsched::tool::release::job_reason_text(static_cast<job_state_reason>(j.state_reason)));
   v.restarts = j.restart_cnt;
   v.allocated = j.nodes && *j.nodes;
   const uint32_t base = j.job_state & JOB_STATE_BASE;

@@ -26,7 +26,7 @@
 #include "core/text.h"
 #include "tools/mlsched/cli.h"
 
-extern "C" const char* slurm_job_reason_string(enum job_state_reason inx);
+#include "slurm_public.h"  // the release line's (src/plugins/common/slurm-X.Y)
 
 namespace mlsched::tool {
 
@@ -44,17 +44,18 @@ std::string cluster_name_from_slurmctld() {
 std::string accounting_gpu_tres_id(void* db) {
   slurmdb_tres_cond_t tres_cond;
   slurmdb_init_tres_cond(&tres_cond, 0);
-  List types = slurm_list_create(nullptr), names = slurm_list_create(nullptr);
+  struct xlist* types = slurm_list_create(nullptr);  // List (22.05) or list_t* (24.11)
+  struct xlist* names = slurm_list_create(nullptr);
   slurm_list_append(types, const_cast<char*>("gres"));
   slurm_list_append(names, const_cast<char*>("gpu"));
   tres_cond.type_list = types;
   tres_cond.name_list = names;
-  List tres = slurmdb_tres_get(db, &tres_cond);
+  struct xlist* tres = slurmdb_tres_get(db, &tres_cond);
   slurm_list_destroy(types);
   slurm_list_destroy(names);
   if (!tres) throw ToolError(slurm_error("cannot read TRES from the accounting database"));
   std::string id;
-  ListIterator it = slurm_list_iterator_create(tres);
+  struct listIterator* it = slurm_list_iterator_create(tres);
   while (auto* t = static_cast<slurmdb_tres_rec_t*>(slurm_list_next(it)))
     if (t->name && !strcmp(t->name, "gpu") && t->type && !strcmp(t->type, "gres")) id = std::to_string(t->id);
   slurm_list_iterator_destroy(it);
@@ -117,7 +118,7 @@ std::map<std::string, uint32_t> as_gpu_map(const GpuCounts& c) {
 
 // Lists from libslurm, freed on every path.
 struct ListGuard {
-  List list = nullptr;
+  struct xlist* list = nullptr;  // List (22.05) or list_t* (24.11): the same struct
   ~ListGuard() {
     if (list) slurm_list_destroy(list);
   }
@@ -156,7 +157,7 @@ AccountingRead load_accounting(time_t now) {
   if (!records.list) throw ToolError(slurm_error("cannot read jobs from the accounting database"));
   AccountingRead out;
   std::map<uint32_t, JobPreemptions> jobs;
-  ListIterator it = slurm_list_iterator_create(records.list);
+  struct listIterator* it = slurm_list_iterator_create(records.list);
   while (auto* j = static_cast<slurmdb_job_rec_t*>(slurm_list_next(it))) {
     const PreemptionHistory h = preemption_history(str(j->admin_comment));
     JobPreemptions& job = jobs[j->jobid];
@@ -221,7 +222,7 @@ void load_ops(OpsData& d) {
       p.team = str(j.account);
       p.slurm_reason = j.state_reason == WAIT_NO_REASON
                            ? "None"
-                           : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+                           : str(mlsched::tool::release::job_reason_text(static_cast<job_state_reason>(j.state_reason)));
       p.waiting_seconds = d.snap.now - j.submit_time;
       p.gpus = pending_gpus(str(j.tres_req_str));
       p.restarts = j.restart_cnt;

@@ -110,7 +110,7 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::str
   job_info_msg_t* msg = nullptr;
   if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg || !msg->record_count) {
     if (msg) slurm_free_job_info_msg(msg);
-    return std::string("cannot read job ") + std::to_string(job_id) + ": " + slurm_strerror(slurm_get_errno());
+    return std::string("cannot read job ") + std::to_string(job_id) + ": " + slurm_strerror(errno);
   }
   const char* old = msg->job_array[0].comment;
   std::string comment = resume ? with_resume_report(old ? old : "", time, name)
@@ -121,7 +121,7 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::str
   update.job_id = job_id;
   update.comment = comment.data();
   if (slurm_update_job(&update) != SLURM_SUCCESS)
-    return std::string("cannot update job ") + std::to_string(job_id) + ": " + slurm_strerror(slurm_get_errno());
+    return std::string("cannot update job ") + std::to_string(job_id) + ": " + slurm_strerror(errno);
   return "";
 }
 
@@ -257,7 +257,7 @@ bool requeue_if_checkpointed(const RunSettings& r, uint32_t job_id, int64_t aske
           record->path.c_str(), job_id);
   if (slurm_requeue(job_id, 0) != SLURM_SUCCESS)
     fprintf(stderr, "mlsched run: requeue failed (%s); Slurm requeues it when its grace ends\n",
-            slurm_strerror(slurm_get_errno()));
+            slurm_strerror(errno));
   return true;
 }
 

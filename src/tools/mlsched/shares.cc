@@ -41,7 +41,7 @@ std::vector<TeamShareInfo> load_team_shares() {
   auto* reply = static_cast<shares_response_msg_t*>(resp_msg.data);
   std::vector<TeamShareInfo> teams;
   if (reply->assoc_shares_list) {
-    ListIterator it = slurm_list_iterator_create(reply->assoc_shares_list);
+    struct listIterator* it = slurm_list_iterator_create(reply->assoc_shares_list);
     while (auto* a = static_cast<assoc_shares_object_t*>(slurm_list_next(it))) {
       // Teams are accounts below root; user rows repeat their team's numbers.
       if (a->user || !a->name || !std::string("root").compare(a->name)) continue;

@@ -7,6 +7,7 @@
 #include <slurm/slurm.h>
 #include <slurm/slurm_errno.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -29,9 +30,7 @@
 #include "core/why.h"
 #include "tools/mlsched/cli.h"
 
-// Exported by libslurm (its clients scontrol and squeue print reasons with it) but
-// not declared in slurm.h in 22.05; the reason table itself is Slurm's to keep.
-extern "C" const char* slurm_job_reason_string(enum job_state_reason inx);
+#include "slurm_public.h"  // the release line's (src/plugins/common/slurm-X.Y)
 // Likewise the state names sinfo prints ("IDLE", "MIXED", "DRAINED", "DOWN" ...).
 extern "C" const char* slurm_node_state_string(uint32_t inx);
 
@@ -74,7 +73,7 @@ namespace {
 }  // namespace
 
 std::string slurm_error(const std::string& what) {
-  return what + ": " + slurm_strerror(slurm_get_errno());
+  return what + ": " + slurm_strerror(errno);
 }
 
 namespace {
@@ -143,13 +142,12 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
   std::vector<SwitchSpec> switches;
   topo_info_response_msg_t* topo = nullptr;
   if (slurm_load_topo(&topo) == SLURM_SUCCESS && topo) {
-    for (uint32_t i = 0; i < topo->record_count; ++i) {
-      const topo_info_t& t = topo->topo_array[i];
+    for (const auto& t : mlsched::tool::release::switches_of(*topo)) {
       SwitchSpec s;
-      s.name = str(t.name);
+      s.name = t.name;
       s.level = t.level;
       try {
-        if (t.nodes && *t.nodes) s.nodes = expand_hostlist(t.nodes);
+        if (!t.nodes.empty()) s.nodes = expand_hostlist(t.nodes);
       } catch (const std::invalid_argument& e) {
         notes.push_back("switch " + s.name + ": " + e.what());
       }
@@ -527,7 +525,7 @@ JobFacts facts_of(const slurm_job_info_t& j, time_t now) {
   job.account = str(j.account);
   job.partition = str(j.partition);
   job.state = state_name(j);
-  job.slurm_reason = j.state_reason == WAIT_NO_REASON ? "None" : str(slurm_job_reason_string(static_cast<job_state_reason>(j.state_reason)));
+  job.slurm_reason = j.state_reason == WAIT_NO_REASON ? "None" : str(mlsched::tool::release::job_reason_text(static_cast<job_state_reason>(j.state_reason)));
   job.slurm_reason_detail = str(j.state_desc);
   job.priority = j.priority;
   job.submit_time = j.submit_time;
@@ -622,7 +620,7 @@ int cmd_why(Args& args) {
   slurm_init(nullptr);
   JobsMsg target;
   if (slurm_load_job(&target.msg, static_cast<uint32_t>(*id), SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS) {
-    const int err = slurm_get_errno();
+    const int err = errno;
     if (err == ESLURM_INVALID_JOB_ID) throw ToolError("job " + id_text + " does not exist (or has left Slurm's memory)");
     throw ToolError(slurm_error("cannot read job " + id_text + " from slurmctld"));
   }

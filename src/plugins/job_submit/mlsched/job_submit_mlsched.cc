@@ -11,6 +11,7 @@
 #include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
 #include "plugins/common/guard.h"
+#include "plugins/common/release.h"
 #include "plugins/common/slurm_headers.h"
 
 MLSCHED_EXPORT const char plugin_name[] = "mlsched job submit plugin: ML directives";
@@ -108,7 +109,10 @@ MLSCHED_EXPORT int fini(void) {
   });
 }
 
-// Called with read locks on config, job, node and partition (job_submit.c).
+// Called with read locks on config, job, node and partition (job_submit.c). From
+// 23.02 on, several submissions (and updates) may be in here at once: every piece of
+// state is guarded (ConfigStore and ClusterSnapshot hold mutexes) or per thread
+// (copy_request's leader script, whose components one RPC thread submits in turn).
 MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, char** err_msg) {
   try {
     const auto config = g_config.get();
@@ -138,10 +142,13 @@ MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, cha
   return SLURM_ERROR;
 }
 
-// The rules are core's (check_update). job_modify has no message channel in
-// Slurm 22.05: the user sees Slurm's text for the error code, and the reason goes
-// to slurmctld's log (README: "When an update is refused").
-MLSCHED_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid) {
+// job_modify, whose signature is the release's (plugins/common/slurm-X.Y/job_submit.cc).
+// The rules are core's (check_update). The reason always goes to slurmctld's log;
+// where the release gives job_modify a message channel (`err_msg`, from 23.02) the
+// user sees it too, and otherwise only Slurm's text for the error code (README:
+// "When an update is refused").
+int mlsched::plugin::shell::job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, uint32_t submit_uid,
+                                       char** err_msg) {
   try {
     mlsched::JobUpdate u;
     if (job_desc->comment) u.comment = job_desc->comment;
@@ -152,6 +159,7 @@ MLSCHED_EXPORT int job_modify(job_desc_msg_t* job_desc, job_record_t* job_ptr, u
     const mlsched::UpdateVerdict v = mlsched::check_update(u, config ? *config : mlsched::Config{});
     if (v.allowed()) return SLURM_SUCCESS;
     info("%s: refused update of job %u by uid %u: %s", kLog, job_ptr->job_id, submit_uid, v.reason.c_str());
+    tell_user(err_msg, v.reason);
     return v.kind == mlsched::UpdateVerdict::Kind::gpu_type_excluded ? ESLURM_INVALID_GRES : ESLURM_NOT_SUPPORTED;
   } catch (const std::exception& e) {
     error("%s: job_modify failed: %s", kLog, e.what());

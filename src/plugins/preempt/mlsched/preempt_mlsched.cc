@@ -43,12 +43,6 @@
 #include "plugins/common/periodic_worker.h"
 #include "plugins/common/slurm_headers.h"
 
-extern "C" {
-#include "src/common/assoc_mgr.h"
-#include "src/slurmctld/locks.h"
-#include "src/slurmctld/preempt.h"
-}
-
 // slurmctld's tables; weak so the plugin load test (libslurmfull, no controller)
 // can dlopen it. Only slurmctld loads preempt plugins, and it defines them.
 #pragma weak job_list

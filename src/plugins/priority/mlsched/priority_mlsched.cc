@@ -40,13 +40,8 @@
 #include "plugins/common/job_records.h"
 #include "plugins/common/ctld.h"
 #include "plugins/common/periodic_worker.h"
+#include "plugins/common/release.h"
 #include "plugins/common/slurm_headers.h"
-
-extern "C" {
-#include "src/common/assoc_mgr.h"
-#include "src/common/run_in_daemon.h"
-#include "src/slurmctld/locks.h"
-}
 
 // slurmctld's own tables. sprio and sshare load this plugin too, and programs
 // linked to the public libslurm define none of these: weak references let the
@@ -194,8 +189,9 @@ mlsched::PricedJob pending_job(const job_record_t* job_ptr, const mlsched::Confi
 
 // Writes the terms where sprio reads them (sprio -l columns in the comments).
 void store_factors(job_record_t* job_ptr, const mlsched::PriorityFactors& f) {
-  if (!job_ptr->prio_factors) job_ptr->prio_factors = static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
-  priority_factors_object_t* o = job_ptr->prio_factors;
+  using Factors = mlsched::plugin::release::JobPriorityFactors;
+  if (!job_ptr->prio_factors) job_ptr->prio_factors = static_cast<Factors*>(xmalloc(sizeof(Factors)));
+  Factors* o = job_ptr->prio_factors;
   o->priority_fs = f.fairshare;   // FAIRSHARE
   o->priority_assoc = f.quota;    // ASSOC: within the team's guaranteed quota
   o->priority_age = f.age;        // AGE
@@ -207,7 +203,6 @@ void store_factors(job_record_t* job_ptr, const mlsched::PriorityFactors& f) {
   const int64_t site = static_cast<int64_t>(job_ptr->site_factor) + std::llround(f.job_type + f.attained_service);
   o->priority_site = static_cast<uint32_t>(std::clamp<int64_t>(site, 0, UINT32_MAX));
   o->nice = job_ptr->details ? job_ptr->details->nice : NICE_OFFSET;
-  o->direct_prio = 0;
 }
 
 // The borrowing mark, in mlsched's part of the admin comment (beside the job's
@@ -576,7 +571,7 @@ MLSCHED_EXPORT int init(void) {
     if (!mlsched::plugin::ctld::in_slurmctld()) return SLURM_SUCCESS;
     if (!g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
     load_state(half_life(*g_config.get()));
-    g_worker.start(pass_loop);
+    if (mlsched::plugin::release::kPriorityThreadStartsInInit) g_worker.start(pass_loop);
     return SLURM_SUCCESS;
   });
 }
@@ -659,69 +654,21 @@ MLSCHED_EXPORT double priority_p_calc_fs_factor(long double usage_efctv, long do
   return std::exp2(-static_cast<double>(usage_efctv / shares_norm));
 }
 
-namespace {
-
-bool wanted(const job_record_t* job_ptr, const priority_factors_request_msg_t* req, uid_t uid) {
-  if (req && req->job_id_list && list_count(req->job_id_list)) {
-    bool found = false;
-    ListIterator it = list_iterator_create(req->job_id_list);
-    while (auto* id = static_cast<uint32_t*>(list_next(it))) found = found || *id == job_ptr->job_id;
-    list_iterator_destroy(it);
-    if (!found) return false;
-  }
-  if (req && req->uid_list && list_count(req->uid_list)) {
-    bool found = false;
-    ListIterator it = list_iterator_create(req->uid_list);
-    while (auto* id = static_cast<uint32_t*>(list_next(it))) found = found || *id == job_ptr->user_id;
-    list_iterator_destroy(it);
-    if (!found) return false;
-  }
-  if (req && req->partitions && *req->partitions) {
-    if (!job_ptr->part_ptr) return false;
-    bool found = false;
-    for (const auto& p : mlsched::split(req->partitions, ',')) found = found || p == str(job_ptr->part_ptr->name);
-    if (!found) return false;
-  }
-  if ((slurm_conf.private_data & PRIVATE_DATA_JOBS) && job_ptr->user_id != uid && !validate_operator(uid))
-    return false;
-  return true;
+// Where the release starts threads after init() (priority_p_thread_start).
+void mlsched::plugin::shell::priority_thread_start() {
+  mlsched::plugin::guarded(kLog, "thread start", 0, [] {
+    if (mlsched::plugin::ctld::in_slurmctld() && g_config.get()) g_worker.start(pass_loop);
+    return 0;
+  });
 }
 
-}  // namespace
-
-// sprio: the factors of every pending job the caller may see.
-MLSCHED_EXPORT List priority_p_get_priority_factors_list(priority_factors_request_msg_t* req_msg, uid_t uid) {
-  List out = nullptr;
-  slurmctld_lock_t job_read = {NO_LOCK, READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK};
-  lock_slurmctld(job_read);
-  try {
-    out = list_create(slurm_destroy_priority_factors_object);
-    if (job_list) {
-      const time_t now = time(nullptr);
-      ListIterator it = list_iterator_create(job_list);
-      while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
-        if (!IS_JOB_PENDING(job_ptr) || IS_JOB_REVOKED(job_ptr) || job_ptr->priority == 0) continue;
-        if (!job_ptr->details || !job_ptr->details->begin_time || job_ptr->details->begin_time > now) continue;
-        if (!job_ptr->prio_factors || !wanted(job_ptr, req_msg, uid)) continue;
-        auto* o = static_cast<priority_factors_object_t*>(xmalloc(sizeof(priority_factors_object_t)));
-        slurm_copy_priority_factors_object(o, job_ptr->prio_factors);
-        o->job_id = job_ptr->job_id;
-        o->user_id = job_ptr->user_id;
-        o->partition = job_ptr->part_ptr ? xstrdup(job_ptr->part_ptr->name) : nullptr;
-        if (job_ptr->direct_set_prio) o->direct_prio = job_ptr->priority;
-        list_append(out, o);
-      }
-      list_iterator_destroy(it);
-    }
-    if (!list_count(out)) FREE_NULL_LIST(out);
-  } catch (const std::exception& e) {
-    error("%s: sprio request failed: %s", kLog, e.what());
-    FREE_NULL_LIST(out);
-  } catch (...) {
-    FREE_NULL_LIST(out);
-  }
-  unlock_slurmctld(job_read);
-  return out;
+// sprio (priority_p_get_priority_factors_list, whose signature and locking are the
+// release's): the pending jobs this pass priced, as multifactor shows them.
+bool mlsched::plugin::shell::sprio_shows(const job_record_t* job_ptr, time_t now, uid_t uid) {
+  if (!IS_JOB_PENDING(job_ptr) || IS_JOB_REVOKED(job_ptr) || job_ptr->priority == 0) return false;
+  if (!job_ptr->details || !job_ptr->details->begin_time || job_ptr->details->begin_time > now) return false;
+  if (!job_ptr->prio_factors) return false;
+  return !(slurm_conf.private_data & PRIVATE_DATA_JOBS) || job_ptr->user_id == uid || validate_operator(uid);
 }
 
 // A job ended: charge its last seconds now rather than at the next pass (or take
