@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <ctime>
 #include <memory>
@@ -102,7 +103,7 @@ AccountingOfJob load_job_accounting(uint32_t job_id, time_t now) {
     if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
       throw ToolError(slurm_error("cannot read the cluster's configuration from slurmctld"));
     cluster_name = str(conf->cluster_name);
-    g_comments_stored = conf->conf_flags & CTL_CONF_SJC;
+    g_comments_stored = mlsched::tool::release::stores_job_comment(*conf);
     slurm_free_ctl_conf(conf);
   }
   uint16_t persist_flags = 0;
@@ -336,7 +337,7 @@ int cmd_history(Args& args) {
       in.controller_gpus = gpu_counts_from_tres(str(j.tres_alloc_str)).total();
       in.gpu_indices = gpus_by_node(j);
     }
-  } else if (slurm_get_errno() != ESLURM_INVALID_JOB_ID) {
+  } else if (errno != ESLURM_INVALID_JOB_ID) {  // libslurm sets errno on both release lines
     throw ToolError(slurm_error("cannot read job " + id_text + " from slurmctld"));
   }
   try {
