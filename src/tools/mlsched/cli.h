@@ -80,6 +80,8 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
 std::string user_name(uint32_t uid, const char* given);
 std::map<std::string, std::vector<int>> gpus_by_node(const slurm_job_info_t& j);
 std::string state_name(const slurm_job_info_t& j);
+// Slurm's base job state as squeue and sacct spell it (live jobs and accounting records alike).
+const char* job_state_text(uint32_t state);
 
 // ops_cmd.cc: the cluster's name (slurmctld), and the id accounting gives gres/gpu
 // in TRES strings ("1001=8"; "" when it has none).

@@ -59,24 +59,6 @@ struct ListGuard {
   }
 };
 
-const char* acct_state_name(uint32_t state) {
-  switch (state & JOB_STATE_BASE) {
-    case JOB_PENDING: return "PENDING";
-    case JOB_RUNNING: return "RUNNING";
-    case JOB_SUSPENDED: return "SUSPENDED";
-    case JOB_COMPLETE: return "COMPLETED";
-    case JOB_CANCELLED: return "CANCELLED";
-    case JOB_FAILED: return "FAILED";
-    case JOB_TIMEOUT: return "TIMEOUT";
-    case JOB_NODE_FAIL: return "NODE_FAIL";
-    case JOB_PREEMPTED: return "PREEMPTED";
-    case JOB_BOOT_FAIL: return "BOOT_FAIL";
-    case JOB_DEADLINE: return "DEADLINE";
-    case JOB_OOM: return "OUT_OF_MEMORY";
-  }
-  return "UNKNOWN";
-}
-
 std::string passwd_name(uint32_t uid) {
   struct passwd pw, *found = nullptr;
   char buf[1024];
@@ -142,7 +124,7 @@ AccountingOfJob load_job_accounting(uint32_t job_id, time_t now) {
     if (++read > kMaxHistoryRuns * 2) break;  // bounded whatever the database holds
     AccountedRun r;
     r.state = (j->state & JOB_STATE_BASE) == JOB_PENDING && (j->state & JOB_REQUEUE) ? "REQUEUED"
-                                                                                      : acct_state_name(j->state);
+                                                                                      : job_state_text(j->state);
     r.requeue_flag = j->state & JOB_REQUEUE;
     // sacct's REQUEUED: accounting stores a run that ended into a requeue as JOB_REQUEUE.
     if ((j->state & JOB_STATE_BASE) == JOB_PENDING && j->start && j->end) r.state = "REQUEUED";

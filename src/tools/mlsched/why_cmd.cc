@@ -228,8 +228,8 @@ std::map<std::string, std::vector<int>> gpus_by_node(const slurm_job_info_t& j) 
   return out;
 }
 
-std::string state_name(const slurm_job_info_t& j) {
-  switch (j.job_state & JOB_STATE_BASE) {
+const char* job_state_text(uint32_t state) {
+  switch (state & JOB_STATE_BASE) {
     case JOB_PENDING: return "PENDING";
     case JOB_RUNNING: return "RUNNING";
     case JOB_SUSPENDED: return "SUSPENDED";
@@ -245,6 +245,8 @@ std::string state_name(const slurm_job_info_t& j) {
   }
   return "UNKNOWN";
 }
+
+std::string state_name(const slurm_job_info_t& j) { return job_state_text(j.job_state); }
 
 namespace {
 
