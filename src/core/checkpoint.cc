@@ -4,6 +4,7 @@
 #include "core/checkpoint.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <climits>
 #include <cstdio>
@@ -251,26 +252,30 @@ namespace {
 
 bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// [begin, end) of each whitespace-separated word that is a report.
-std::vector<std::pair<size_t, size_t>> report_words(std::string_view text) {
-  const std::string head = std::string(kCheckpointReportKey) + "=";
+// [begin, end) of each whitespace-separated word that starts with one of `keys`=.
+std::vector<std::pair<size_t, size_t>> words_of(std::string_view text, std::initializer_list<const char*> keys) {
   std::vector<std::pair<size_t, size_t>> words;
   size_t i = 0;
   while (i < text.size()) {
     while (i < text.size() && is_space(text[i])) ++i;
     const size_t begin = i;
     while (i < text.size() && !is_space(text[i])) ++i;
-    if (i > begin && text.substr(begin, head.size()) == head) words.emplace_back(begin, i);
+    if (i == begin) continue;
+    for (const char* key : keys) {
+      const std::string head = std::string(key) + "=";
+      if (text.substr(begin, head.size()) == head) {
+        words.emplace_back(begin, i);
+        break;
+      }
+    }
   }
   return words;
 }
 
-}  // namespace
-
-std::string without_checkpoint_report(std::string_view comment) {
+std::string without_words(std::string_view comment, std::initializer_list<const char*> keys) {
   std::string out;
   size_t from = 0;
-  for (auto [begin, end] : report_words(comment)) {
+  for (auto [begin, end] : words_of(comment, keys)) {
     // Take one separating space with the word: the one before it, else the one after.
     size_t cut_begin = begin, cut_end = end;
     if (cut_begin > from && is_space(comment[cut_begin - 1])) --cut_begin;
@@ -282,22 +287,70 @@ std::string without_checkpoint_report(std::string_view comment) {
   return out;
 }
 
-std::string with_checkpoint_report(std::string_view comment, int64_t time) {
-  std::string out = without_checkpoint_report(comment);
-  // Always one space before the word, so that without_checkpoint_report() gives the
-  // user's text back exactly.
+// A checkpoint name that may go into a report: short, and nothing a terminal, a
+// shell or Slurm's comment parsing could take for something else.
+bool reportable_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxReportedName) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '/' || c == '+' || c == '-'))
+      return false;
+  return true;
+}
+
+// The comment with one word `key=<time>[,<name>]` replacing every earlier `key=` word.
+std::string with_word(std::string_view comment, const char* key, int64_t time, std::string_view name) {
+  std::string out = without_words(comment, {key});
+  // Always one space before the word, so that removing it gives the user's text back exactly.
   if (!out.empty()) out += ' ';
-  return out + kCheckpointReportKey + "=" + std::to_string(time);
+  out += std::string(key) + "=" + std::to_string(time);
+  if (reportable_name(name)) out += "," + std::string(name);
+  return out;
+}
+
+std::optional<CheckpointReport> word_of(std::string_view comment, const char* key) {
+  const auto words = words_of(comment, {key});
+  if (words.empty()) return std::nullopt;
+  const auto [begin, end] = words.back();
+  const size_t value_at = begin + std::string(key).size() + 1;
+  const std::string_view value = comment.substr(value_at, end - value_at);
+  const size_t comma = value.find(',');
+  auto v = parse_uint(value.substr(0, comma));
+  if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+  CheckpointReport r;
+  r.time = static_cast<int64_t>(*v);
+  if (comma != std::string_view::npos && reportable_name(value.substr(comma + 1)))
+    r.name = std::string(value.substr(comma + 1));
+  return r;
+}
+
+}  // namespace
+
+const char* const kResumeReportKey = "mlsched-resumed";
+
+std::string without_checkpoint_report(std::string_view comment) {
+  return without_words(comment, {kCheckpointReportKey, kResumeReportKey});
+}
+
+std::string with_checkpoint_report(std::string_view comment, int64_t time, std::string_view name) {
+  return with_word(comment, kCheckpointReportKey, time, name);
+}
+
+std::string with_resume_report(std::string_view comment, int64_t time, std::string_view name) {
+  return with_word(comment, kResumeReportKey, time, name);
+}
+
+std::optional<CheckpointReport> checkpoint_report_of(std::string_view comment) {
+  return word_of(comment, kCheckpointReportKey);
+}
+
+std::optional<CheckpointReport> resume_report_of(std::string_view comment) {
+  return word_of(comment, kResumeReportKey);
 }
 
 std::optional<int64_t> checkpoint_report(std::string_view comment) {
-  const auto words = report_words(comment);
-  if (words.empty()) return std::nullopt;
-  const auto [begin, end] = words.back();
-  const size_t value_at = begin + std::string(kCheckpointReportKey).size() + 1;
-  auto v = parse_uint(comment.substr(value_at, end - value_at));
-  if (!v || *v > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
-  return static_cast<int64_t>(*v);
+  const auto r = checkpoint_report_of(comment);
+  if (!r) return std::nullopt;
+  return r->time;
 }
 
 std::optional<int64_t> trusted_checkpoint_time(std::optional<int64_t> reported, int64_t start_time, int64_t now) {

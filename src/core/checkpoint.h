@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -73,13 +74,35 @@ LatestCheckpoint read_latest_checkpoint(const std::string& dir, uid_t owner);
 // file record above stays what resume uses; the report only informs the estimate.
 extern const char* const kCheckpointReportKey;  // "mlsched-checkpoint"
 // The comment with `time` reported: every earlier report word removed (with one
-// space next to it), the new one appended after a space.
-std::string with_checkpoint_report(std::string_view comment, int64_t time);
-// The comment with every report word removed, the rest as the user wrote it:
-// job_submit/mlsched lets an update through that changes nothing else.
+// space next to it), the new one appended after a space. With a `name` (the
+// checkpoint's path inside its directory, e.g. "step-41"), the word is
+// `mlsched-checkpoint=<time>,<name>`: accounting keeps the Comment of each run, so
+// `mlsched history` can say which checkpoint a run ended with and the next resumed
+// from. A name that is empty, longer than kMaxReportedName or holds anything but
+// [A-Za-z0-9._/+-] is left out (the time alone is reported).
+inline constexpr size_t kMaxReportedName = 64;
+std::string with_checkpoint_report(std::string_view comment, int64_t time, std::string_view name = {});
+// The comment with every report word removed (checkpoint and resume reports), the
+// rest as the user wrote it: job_submit/mlsched lets an update through that changes
+// nothing else.
 std::string without_checkpoint_report(std::string_view comment);
 // The reported time (the last report word); nullopt when none or not a number.
 std::optional<int64_t> checkpoint_report(std::string_view comment);
+// The last report word whole: its time and, when it carries one, the checkpoint's
+// name (only names with_checkpoint_report would write are read back; another is "").
+struct CheckpointReport {
+  int64_t time = 0;
+  std::string name;
+};
+std::optional<CheckpointReport> checkpoint_report_of(std::string_view comment);
+// At the start of a later run, `mlsched run` reports the checkpoint it resumes from
+// (the record's time and name) as one word `mlsched-resumed=<time>,<name>` in the
+// Comment, replaced by the next run's: accounting's record of each run then says
+// what that run resumed from, however many checkpoints it reported after. It is not
+// a checkpoint of the run (preemption ignores it).
+extern const char* const kResumeReportKey;  // "mlsched-resumed"
+std::string with_resume_report(std::string_view comment, int64_t time, std::string_view name);
+std::optional<CheckpointReport> resume_report_of(std::string_view comment);
 // How far a report is believed. Anyone who owns the job can write any number
 // there, so a report counts only inside [start_time, now]: a time before the
 // current run's start comes from an earlier allocation (or is false) and is

@@ -252,6 +252,12 @@ OpsSummary summarize(const OpsSnapshot& snap) {
   summarize_queue(snap, s);
   s.fragmentation = measure_fragmentation(*snap.cluster, snap.state);
   summarize_interruptions(snap, s);
+  for (MlState st : ml_states()) s.jobs_by_ml_state[ml_state_name(st)] = 0;
+  for (const auto& j : snap.ml_jobs) {
+    ++s.jobs_by_ml_state[ml_state_name(j.state)];
+    if (j.state == MlState::checkpointing && j.checkpointing_since > 0)
+      s.checkpointing_seconds += static_cast<double>(std::max<int64_t>(0, snap.now - j.checkpointing_since));
+  }
   return s;
 }
 
@@ -419,6 +425,17 @@ std::string format_metrics(const OpsSummary& s) {
 
   w.family("mlsched_nodes", "gauge", "Nodes by Slurm state.");
   for (const auto& [state, n] : s.nodes_by_state) w.sample({{"state", state}}, n);
+  w.family("mlsched_jobs_by_ml_state", "gauge",
+           "Jobs slurmctld holds by ML state (queued, placed, running, checkpointing, preempted, requeued, "
+           "resumed, completed, failed, cancelled; see mlsched jobs --help). Ended jobs count until they "
+           "leave slurmctld (MinJobAge).");
+  for (MlState st : ml_states()) {
+    const auto it = s.jobs_by_ml_state.find(ml_state_name(st));
+    w.sample({{"state", ml_state_name(st)}}, it == s.jobs_by_ml_state.end() ? 0 : it->second);
+  }
+  w.family("mlsched_checkpointing_seconds", "gauge",
+           "Seconds the jobs checkpointing now have spent since their checkpoint signal, summed.");
+  w.sample({}, s.checkpointing_seconds);
   w.family("mlsched_job_restarts", "gauge",
            "Restarts (requeues after preemption or node failure) of the jobs pending or running now.");
   w.sample({}, s.restarts);
@@ -513,6 +530,20 @@ std::string format_top(const OpsSummary& s, bool colour) {
     out += "\n";
   }
   if (s.restarts) out += fmt("  requeued: %u jobs, %u restarts in all\n", s.jobs_restarted, s.restarts);
+  {
+    std::vector<std::string> parts;
+    for (MlState st : ml_states()) {
+      const auto it = s.jobs_by_ml_state.find(ml_state_name(st));
+      if (it != s.jobs_by_ml_state.end() && it->second) parts.push_back(fmt("%s %u", ml_state_name(st), it->second));
+    }
+    if (!parts.empty()) {
+      out += "  ML states: " + join(parts, ", ");
+      const auto c = s.jobs_by_ml_state.find("checkpointing");
+      if (c != s.jobs_by_ml_state.end() && c->second)
+        out += " (checkpointing for " + format_duration(static_cast<long long>(s.checkpointing_seconds)) + " in all)";
+      out += "\n";
+    }
+  }
   if (s.accounting_read) {
     uint32_t runs = 0;
     double gpu_seconds = 0;

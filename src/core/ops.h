@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/lifecycle.h"
 #include "core/placement.h"
 
 namespace mlsched {
@@ -91,6 +92,12 @@ const std::vector<std::string>& interruption_causes();
 // How far back interrupted runs are read from accounting.
 inline constexpr int64_t kInterruptedWindowSeconds = 86400;
 
+// A job slurmctld holds, in its ML state (lifecycle.h: ml_status).
+struct OpsJobState {
+  MlState state = MlState::queued;
+  int64_t checkpointing_since = 0;  // checkpointing: when it was picked (signal sent); else 0
+};
+
 struct OpsSnapshot {
   const Cluster* cluster = nullptr;
   ClusterState state;               // parallel to cluster->nodes()
@@ -108,6 +115,8 @@ struct OpsSnapshot {
   // MinJobAge), merged with accounting's jobs of the last kInterruptedWindowSeconds
   // when `accounting_read`.
   std::vector<JobPreemptions> preemptions;
+  // Every job slurmctld holds (ended ones for MinJobAge), in its ML state.
+  std::vector<OpsJobState> ml_jobs;
   time_t now = 0;
 };
 
@@ -180,6 +189,10 @@ struct OpsSummary {
   std::map<std::string, PreemptionTally> preemptions;
   PreemptionTally preemptions_total;
   std::vector<NodeGpuMap> gpu_map;  // in the cluster's node order
+  // Jobs by ML state name, every state of ml_states() present; and the seconds the
+  // jobs checkpointing now have spent since their signal, summed.
+  std::map<std::string, uint32_t> jobs_by_ml_state;
+  double checkpointing_seconds = 0;
 };
 
 OpsSummary summarize(const OpsSnapshot& snap);

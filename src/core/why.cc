@@ -719,6 +719,7 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
                      ", partition " + job.partition + "): " + job.state;
   if (job.state == "PENDING" && job.submit_time) head += " for " + format_duration(now - job.submit_time);
   line(head);
+  if (job.ml) line("  ML state:   " + format_status(*job.ml));
   line("  needs:      " + rep.need);
   line("  directives: " + (job.directives ? job.directives->to_string() : std::string("none (not an mlsched job)")));
   const TeamReport& t = rep.team;

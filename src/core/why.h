@@ -17,6 +17,7 @@
 #include "core/tres.h"
 #include "core/directives.h"
 #include "core/preempt.h"
+#include "core/lifecycle.h"
 
 namespace mlsched {
 
@@ -121,6 +122,8 @@ struct JobFacts {
   // SystemComment) and when slurmctld last evaluated it (LastSchedEval).
   std::string select_reason;
   time_t select_evaluated = 0;
+  // Its state in mlsched's words (lifecycle.h), shown first; nullopt: not computed.
+  std::optional<MlStatus> ml;
 };
 
 // A team as the priority plugin publishes it (sshare's numbers) and the GPUs it

@@ -143,7 +143,7 @@ def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(pree
     # b1's checkpoints reach its job record: the user's comment is kept and the
     # report is a time within this run.
     b1_start = epoch(cluster.job_field(b1, "StartTime"))
-    m = re.fullmatch(r"nlp sweep 1 mlsched-checkpoint=(\d+)", cluster.job_field(b1, "Comment") or "")
+    m = re.fullmatch(r"nlp sweep 1 mlsched-checkpoint=(\d+),step-\d+", cluster.job_field(b1, "Comment") or "")
     assert m, cluster.show_job(b1)
     assert b1_start <= int(m.group(1)) <= time.time() + 1, (b1_start, m.group(1))
     text, data = why(cluster, b1, user=BOB)

@@ -366,6 +366,29 @@ START_TEST(borrowing_has_one_definition_for_every_caller) {
 }
 END_TEST
 
+
+// Jobs by ML state: one gauge family with a state label, every state present (0
+// too), and the seconds spent checkpointing; top lists the non-zero ones.
+START_TEST(ml_state_gauges_count_every_state) {
+  Scene sc;
+  sc.snap.ml_jobs = {{MlState::running, 0},       {MlState::running, 0},   {MlState::checkpointing, 999'990},
+                     {MlState::checkpointing, 999'995}, {MlState::preempted, 0}, {MlState::completed, 0}};
+  const OpsSummary s = summarize(sc.snap);
+  const std::string text = format_metrics(s);
+  ck_assert(has_line(text, "# TYPE mlsched_jobs_by_ml_state gauge"));
+  ck_assert(has_line(text, "mlsched_jobs_by_ml_state{state=\"running\"} 2"));
+  ck_assert(has_line(text, "mlsched_jobs_by_ml_state{state=\"checkpointing\"} 2"));
+  ck_assert(has_line(text, "mlsched_jobs_by_ml_state{state=\"preempted\"} 1"));
+  ck_assert(has_line(text, "mlsched_jobs_by_ml_state{state=\"queued\"} 0"));
+  ck_assert(has_line(text, "mlsched_jobs_by_ml_state{state=\"cancelled\"} 0"));
+  ck_assert(has_line(text, "mlsched_checkpointing_seconds 15"));
+  // States in life order, each once.
+  ck_assert(text.find("state=\"queued\"") < text.find("state=\"cancelled\""));
+  ck_assert_contains(format_top(s, false),
+                     "  ML states: running 2, checkpointing 2, preempted 1, completed 1 (checkpointing for 15 s in all)\n");
+}
+END_TEST
+
 Suite* ops_suite() {
   Suite* s = suite_create("ops");
   TCase* tc = tcase_create("ops");
@@ -381,6 +404,7 @@ Suite* ops_suite() {
   tcase_add_test(tc, preemptions_counted_per_team_apart_from_other_requeues);
   tcase_add_test(tc, job_table_marks_win_over_accounting_and_runs_are_told_apart);
   tcase_add_test(tc, pending_gpus_count_untyped_requests_once);
+  tcase_add_test(tc, ml_state_gauges_count_every_state);
   suite_add_tcase(s, tc);
   return s;
 }

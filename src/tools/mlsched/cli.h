@@ -8,11 +8,13 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/lifecycle.h"
 #include "core/ops.h"
 
 namespace mlsched::tool {
@@ -73,10 +75,27 @@ std::string mlsched_conf_path();
 void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string>& notes,
                   std::vector<NodeHealth>* health);
 
+// why_cmd.cc: a job's user by name (Slurm's, else the passwd entry, else the uid),
+// its GPU indices per node (gres detail), Slurm's base state as squeue names it.
+std::string user_name(uint32_t uid, const char* given);
+std::map<std::string, std::vector<int>> gpus_by_node(const slurm_job_info_t& j);
+std::string state_name(const slurm_job_info_t& j);
+// Slurm's base job state as squeue and sacct spell it (live jobs and accounting records alike).
+const char* job_state_text(uint32_t state);
+
+// ops_cmd.cc: the cluster's name (slurmctld), and the id accounting gives gres/gpu
+// in TRES strings ("1001=8"; "" when it has none).
+std::string cluster_name_from_slurmctld();
+std::string accounting_gpu_tres_id(void* db);
+// history_cmd.cc: a job of slurmctld's table as core/lifecycle reads it.
+SlurmJobView job_view(const slurm_job_info_t& j);
+
 int cmd_metrics(Args& args);
 int cmd_top(Args& args);
 int cmd_topo(Args& args);
 int cmd_why(Args& args);
+int cmd_history(Args& args);  // history_cmd.cc
+int cmd_jobs(Args& args);     // history_cmd.cc
 int cmd_run(Args& args);   // run_cmd.cc
 int cmd_ckpt(Args& args);  // run_cmd.cc
 

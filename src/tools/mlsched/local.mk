@@ -3,7 +3,7 @@ bin_PROGRAMS = src/tools/mlsched/mlsched
 src_tools_mlsched_mlsched_SOURCES = \
 	src/tools/mlsched/cli.h src/tools/mlsched/main.cc \
 	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/topo_discover.h src/tools/mlsched/topo_discover.cc \
-	src/tools/mlsched/why_cmd.cc \
+	src/tools/mlsched/why_cmd.cc src/tools/mlsched/history_cmd.cc \
 	src/tools/mlsched/run_cmd.cc \
 	src/tools/mlsched/ops_cmd.cc
 src_tools_mlsched_mlsched_CPPFLAGS = $(AM_CPPFLAGS) $(RELEASE_CPPFLAGS) $(SLURM_CPPFLAGS) $(JSON_C_CFLAGS) $(HWLOC_CFLAGS)

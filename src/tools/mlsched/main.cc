@@ -16,6 +16,10 @@ const char* const kHelp =
     "\n"
     "  why <jobid>   every reason a pending job waits, with numbers, its ETA and\n"
     "                what would make it start sooner; where a running job runs\n"
+    "  history <jobid>\n"
+    "                every run of a job: where, how it ended, checkpoints,\n"
+    "                GPU-time used and lost (accounting + mlsched's record)\n"
+    "  jobs          your jobs (--all: everyone's) with their ML state\n"
     "  topo          GPUs, NVLink and CPU affinity of a node (hwloc) as gres.conf\n"
     "  top           operator view: GPUs by type and team, queue, fragmentation,\n"
     "                nodes down or drained, a map of every GPU\n"
@@ -24,7 +28,7 @@ const char* const kHelp =
     "                signal, tells it the checkpoint to resume from\n"
     "  ckpt done P   marks checkpoint P complete (from a process under `mlsched run`)\n"
     "\n"
-    "Every command takes --help; why, topo and top also take --json.\n"
+    "Every command takes --help; why, history, jobs, topo and top also take --json.\n"
     "mlsched --version prints the version.\n";
 
 }  // namespace
@@ -112,6 +116,8 @@ int main(int argc, char** argv) {
     if (command == "top") return cmd_top(args);
     if (command == "metrics") return cmd_metrics(args);
     if (command == "why") return cmd_why(args);
+    if (command == "history") return cmd_history(args);
+    if (command == "jobs") return cmd_jobs(args);
     if (command == "run") return cmd_run(args);
     if (command == "ckpt") return cmd_ckpt(args);
     fprintf(stderr, "mlsched: unknown command '%s'\n\n%s", command.c_str(), kHelp);

@@ -32,6 +32,37 @@ namespace mlsched::tool {
 
 std::vector<TeamShareInfo> load_team_shares();  // shares.cc
 
+std::string cluster_name_from_slurmctld() {
+  slurm_conf_t* conf = nullptr;
+  if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
+    throw ToolError(slurm_error("cannot read the cluster's name from slurmctld"));
+  const std::string name = str(conf->cluster_name);
+  slurm_free_ctl_conf(conf);
+  return name;
+}
+
+std::string accounting_gpu_tres_id(void* db) {
+  slurmdb_tres_cond_t tres_cond;
+  slurmdb_init_tres_cond(&tres_cond, 0);
+  struct xlist* types = slurm_list_create(nullptr);  // List (22.05) or list_t* (24.11)
+  struct xlist* names = slurm_list_create(nullptr);
+  slurm_list_append(types, const_cast<char*>("gres"));
+  slurm_list_append(names, const_cast<char*>("gpu"));
+  tres_cond.type_list = types;
+  tres_cond.name_list = names;
+  struct xlist* tres = slurmdb_tres_get(db, &tres_cond);
+  slurm_list_destroy(types);
+  slurm_list_destroy(names);
+  if (!tres) throw ToolError(slurm_error("cannot read TRES from the accounting database"));
+  std::string id;
+  struct listIterator* it = slurm_list_iterator_create(tres);
+  while (auto* t = static_cast<slurmdb_tres_rec_t*>(slurm_list_next(it)))
+    if (t->name && !strcmp(t->name, "gpu") && t->type && !strcmp(t->type, "gres")) id = std::to_string(t->id);
+  slurm_list_iterator_destroy(it);
+  slurm_list_destroy(tres);
+  return id;
+}
+
 namespace {
 
 const char* const kMetricsHelp =
@@ -41,7 +72,8 @@ const char* const kMetricsHelp =
     "by type and NVLink domain, GPUs in use and entitled per team, fair share and\n"
     "usage per team (sshare), pending jobs by Slurm reason, a histogram of how long\n"
     "pending jobs have waited, the fragmentation index, nodes by state, restarts,\n"
-    "preemptions and the GPU-hours they lost, per team and in all.\n"
+    "preemptions and the GPU-hours they lost, per team and in all, and jobs by\n"
+    "ML state (mlsched_jobs_by_ml_state{state=...}; see mlsched jobs --help).\n"
     "\n"
     "Preemptions (mlsched_preemptions, mlsched_team_preemptions ...) are read from\n"
     "the marks preempt/mlsched leaves on each victim (preempted=, lost-gpu-seconds=\n"
@@ -103,34 +135,13 @@ struct AccountingRead {
 // record keeps the admin comment as it was when its run ended, so preempt/mlsched's
 // marks tell preemptions from other requeues.
 AccountingRead load_accounting(time_t now) {
-  slurm_conf_t* conf = nullptr;
-  if (slurm_load_ctl_conf(0, &conf) != SLURM_SUCCESS || !conf)
-    throw ToolError(slurm_error("cannot read the cluster's name from slurmctld"));
-  const std::string cluster_name = str(conf->cluster_name);
-  slurm_free_ctl_conf(conf);
+  const std::string cluster_name = cluster_name_from_slurmctld();
 
   uint16_t persist_flags = 0;
   void* db = slurmdb_connection_get(&persist_flags);
   if (!db) throw ToolError(slurm_error("cannot reach the accounting database (slurmdbd)"));
   std::unique_ptr<void, void (*)(void*)> db_guard(db, [](void* c) { slurmdb_connection_close(&c); });
-
-  // The id accounting gives gres/gpu in its TRES strings ("1001=8").
-  slurmdb_tres_cond_t tres_cond;
-  slurmdb_init_tres_cond(&tres_cond, 0);
-  ListGuard tres_types, tres_names, tres;
-  tres_types.list = slurm_list_create(nullptr);
-  tres_names.list = slurm_list_create(nullptr);
-  slurm_list_append(tres_types.list, const_cast<char*>("gres"));
-  slurm_list_append(tres_names.list, const_cast<char*>("gpu"));
-  tres_cond.type_list = tres_types.list;
-  tres_cond.name_list = tres_names.list;
-  tres.list = slurmdb_tres_get(db, &tres_cond);
-  if (!tres.list) throw ToolError(slurm_error("cannot read TRES from the accounting database"));
-  std::string gpu_tres_id;
-  struct listIterator* it = slurm_list_iterator_create(tres.list);
-  while (auto* t = static_cast<slurmdb_tres_rec_t*>(slurm_list_next(it)))
-    if (t->name && !strcmp(t->name, "gpu") && t->type && !strcmp(t->type, "gres")) gpu_tres_id = std::to_string(t->id);
-  slurm_list_iterator_destroy(it);
+  const std::string gpu_tres_id = accounting_gpu_tres_id(db);
   // Without a GPU TRES no run's GPUs are known (counted as 0), but marks still count.
 
   slurmdb_job_cond_t job_cond = {};
@@ -146,7 +157,7 @@ AccountingRead load_accounting(time_t now) {
   if (!records.list) throw ToolError(slurm_error("cannot read jobs from the accounting database"));
   AccountingRead out;
   std::map<uint32_t, JobPreemptions> jobs;
-  it = slurm_list_iterator_create(records.list);
+  struct listIterator* it = slurm_list_iterator_create(records.list);
   while (auto* j = static_cast<slurmdb_job_rec_t*>(slurm_list_next(it))) {
     const PreemptionHistory h = preemption_history(str(j->admin_comment));
     JobPreemptions& job = jobs[j->jobid];
@@ -187,6 +198,15 @@ void load_ops(OpsData& d) {
   for (uint32_t i = 0; i < jobs.msg->record_count; ++i) {
     const slurm_job_info_t& j = jobs.msg->job_array[i];
     const uint32_t base = j.job_state & JOB_STATE_BASE;
+    {
+      const SlurmJobView view = job_view(j);
+      OpsJobState ml;
+      ml.state = ml_status(view).state;
+      if (ml.state == MlState::checkpointing)
+        ml.checkpointing_since =
+            view.preempt_time ? view.preempt_time : preemption_history(view.admin_comment).last_at;
+      d.snap.ml_jobs.push_back(ml);
+    }
     // Every job the controller holds, finished ones too (for MinJobAge).
     if (j.restart_cnt || j.admin_comment) {
       const PreemptionHistory h = preemption_history(str(j.admin_comment));

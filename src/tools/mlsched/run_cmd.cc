@@ -94,9 +94,18 @@ std::optional<JobDirectives> job_directives() {
   return d;
 }
 
+// The checkpoint's name as reported (inside its directory, as the LATEST record keeps it).
+std::string reported_name(const std::string& dir, const std::string& path) {
+  std::string prefix = dir;
+  while (prefix.size() > 1 && prefix.back() == '/') prefix.pop_back();
+  prefix += '/';
+  if (path.rfind(prefix, 0) == 0) return path.substr(prefix.size());
+  return path;
+}
+
 // Writes `time` into the job's Comment (checkpoint.h: with_checkpoint_report) as
 // the job's owner. Returns "" or what went wrong.
-std::string send_checkpoint_report(uint32_t job_id, int64_t time) {
+std::string send_checkpoint_report(uint32_t job_id, int64_t time, const std::string& name, bool resume) {
   slurm_init(nullptr);
   job_info_msg_t* msg = nullptr;
   if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg || !msg->record_count) {
@@ -104,7 +113,8 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time) {
     return std::string("cannot read job ") + std::to_string(job_id) + ": " + slurm_strerror(errno);
   }
   const char* old = msg->job_array[0].comment;
-  std::string comment = with_checkpoint_report(old ? old : "", time);
+  std::string comment = resume ? with_resume_report(old ? old : "", time, name)
+                                 : with_checkpoint_report(old ? old : "", time, name);
   slurm_free_job_info_msg(msg);
   job_desc_msg_t update;
   slurm_init_job_desc_msg(&update);
@@ -119,7 +129,7 @@ std::string send_checkpoint_report(uint32_t job_id, int64_t time) {
 // child process, because libslurm ends the process (fatal) when it cannot read its
 // configuration, and bounded in time, because a hung controller must not stall
 // the training. The file mark is already written; this only informs preemption.
-void report_checkpoint(uint32_t job_id, int64_t time) {
+void report_checkpoint(uint32_t job_id, int64_t time, const std::string& name, bool resume = false) {
   // libslurm alone retries an unreachable controller for about 18 s.
   constexpr unsigned kReportTimeout = 10;  // seconds
   fflush(nullptr);
@@ -131,7 +141,7 @@ void report_checkpoint(uint32_t job_id, int64_t time) {
   }
   if (child == 0) {
     alarm(kReportTimeout);
-    const std::string why = send_checkpoint_report(job_id, time);
+    const std::string why = send_checkpoint_report(job_id, time, name, resume);
     if (!why.empty()) fprintf(stderr, "mlsched ckpt: %s\n", why.c_str());
     fflush(nullptr);
     _exit(why.empty() ? 0 : 1);
@@ -215,6 +225,22 @@ pid_t start_training(std::vector<std::string>& command, const sigset_t& previous
   return child;
 }
 
+// How long `mlsched run` waits for a checkpoint's report before it requeues anyway.
+constexpr int64_t kReportGraceSeconds = 3;
+
+// Whether slurmctld holds a checkpoint report of `time` or later for the job.
+bool reported_since(uint32_t job_id, int64_t time) {
+  job_info_msg_t* msg = nullptr;
+  if (slurm_load_job(&msg, job_id, SHOW_ALL) != SLURM_SUCCESS || !msg || !msg->record_count) {
+    if (msg) slurm_free_job_info_msg(msg);
+    return true;  // cannot tell: do not hold the GPUs for it
+  }
+  const char* comment = msg->job_array[0].comment;
+  const auto reported = checkpoint_report(comment ? comment : "");
+  slurm_free_job_info_msg(msg);
+  return reported && *reported >= time;
+}
+
 // After a checkpoint signal, once the training reports a checkpoint newer than the
 // signal, the job gives its GPUs back at once by requeueing itself rather than
 // holding them for the rest of its grace time. Returns true once it asked.
@@ -222,6 +248,11 @@ bool requeue_if_checkpointed(const RunSettings& r, uint32_t job_id, int64_t aske
   const LatestCheckpoint latest = read_latest_checkpoint(r.dir, geteuid());
   const auto& record = latest.record;
   if (!record || record->restart != r.restart || record->time < asked_at) return false;
+  // `mlsched ckpt done` marks first and reports to slurmctld right after: give the
+  // report a few seconds to land, so that the Comment accounting keeps for this run
+  // names the checkpoint it ended with (`mlsched history`).
+  if (static_cast<int64_t>(time(nullptr)) - record->time < kReportGraceSeconds && !reported_since(job_id, record->time))
+    return false;
   fprintf(stderr, "mlsched run: checkpoint %s complete; requeueing job %u to give its GPUs back\n",
           record->path.c_str(), job_id);
   if (slurm_requeue(job_id, 0) != SLURM_SUCCESS)
@@ -282,6 +313,14 @@ int cmd_run(Args& args) {
   if (!start.note.empty()) fprintf(stderr, "mlsched run: %s\n", start.note.c_str());
   fprintf(stderr, "mlsched run: restart %u, checkpoints in %s, resuming from %s\n", r.restart, r.dir.c_str(),
           start.resume_from.empty() ? "nothing (first start)" : start.resume_from.c_str());
+  // Tell slurmctld what this run resumes from (the job's Comment, which accounting
+  // keeps per run): `mlsched history` and `mlsched jobs` show it.
+  if (const auto job_id = parse_uint(env("SLURM_JOB_ID")); job_id && *job_id > 0 && *job_id <= UINT32_MAX &&
+                                                            !start.resume_from.empty()) {
+    const LatestCheckpoint latest = read_latest_checkpoint(r.dir, geteuid());
+    if (latest.record)
+      report_checkpoint(static_cast<uint32_t>(*job_id), latest.record->time, reported_name(r.dir, latest.record->path), true);
+  }
 
   setenv("MLSCHED_CHECKPOINT_DIR", r.dir.c_str(), 1);
   setenv("MLSCHED_RESUME_FROM", start.resume_from.c_str(), 1);
@@ -320,7 +359,7 @@ int cmd_ckpt(Args& args) {
   const std::string why = mark_checkpoint_complete(dir, static_cast<uint32_t>(*restart), path, now, geteuid());
   if (!why.empty()) throw ToolError(why);
   if (auto job_id = parse_uint(env("SLURM_JOB_ID")); job_id && *job_id > 0 && *job_id <= UINT32_MAX)
-    report_checkpoint(static_cast<uint32_t>(*job_id), now);
+    report_checkpoint(static_cast<uint32_t>(*job_id), now, reported_name(dir, path));
   return 0;
 }
 

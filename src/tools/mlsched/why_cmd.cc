@@ -59,11 +59,16 @@ const char* const kWhyHelp =
     "\n"
     "Reasons:\n";
 
+}  // namespace
+
+// Shared with history_cmd.cc (cli.h).
 std::string user_name(uint32_t uid, const char* given) {
   if (given && *given) return given;
   if (struct passwd* pw = getpwuid(uid)) return pw->pw_name;
   return std::to_string(uid);
 }
+
+namespace {
 
 }  // namespace
 
@@ -203,6 +208,9 @@ GpuNeed request_of(const slurm_job_info_t& j, const std::optional<JobDirectives>
   return r;
 }
 
+}  // namespace
+
+// Shared with history_cmd.cc (cli.h).
 std::map<std::string, std::vector<int>> gpus_by_node(const slurm_job_info_t& j) {
   std::map<std::string, std::vector<int>> out;
   if (!j.nodes || !*j.nodes) return out;
@@ -220,8 +228,8 @@ std::map<std::string, std::vector<int>> gpus_by_node(const slurm_job_info_t& j) 
   return out;
 }
 
-std::string state_name(const slurm_job_info_t& j) {
-  switch (j.job_state & JOB_STATE_BASE) {
+const char* job_state_text(uint32_t state) {
+  switch (state & JOB_STATE_BASE) {
     case JOB_PENDING: return "PENDING";
     case JOB_RUNNING: return "RUNNING";
     case JOB_SUSPENDED: return "SUSPENDED";
@@ -237,6 +245,10 @@ std::string state_name(const slurm_job_info_t& j) {
   }
   return "UNKNOWN";
 }
+
+std::string state_name(const slurm_job_info_t& j) { return job_state_text(j.job_state); }
+
+namespace {
 
 json_object* jstr(const std::string& s) { return json_object_new_string(s.c_str()); }
 
@@ -490,6 +502,14 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_object_add(sel, "differs", json_object_new_boolean(rep.select_differs));
   }
   json_object_object_add(root, "placement_reason", sel);
+  json_object* ml = nullptr;
+  if (job.ml) {
+    ml = json_object_new_object();
+    json_object_object_add(ml, "state", jstr(ml_state_name(job.ml->state)));
+    json_object_object_add(ml, "run", json_object_new_int64(job.ml->run));
+    json_object_object_add(ml, "detail", jstr(job.ml->detail));
+  }
+  json_object_object_add(root, "ml_state", ml);
   return root;
 }
 
@@ -524,6 +544,7 @@ JobFacts facts_of(const slurm_job_info_t& j, time_t now) {
   job.preemptions = record.preemptions;
   job.select_reason = select_reason_of(str(j.system_comment));
   job.select_evaluated = j.last_sched_eval;
+  job.ml = ml_status(job_view(j));
   if (job.state == "RUNNING" || job.state == "SUSPENDED") {
     find_checkpoint(job, str(j.work_dir), j.user_id, j.group_id);
     // What the job reported to slurmctld (its Comment) is readable from any login

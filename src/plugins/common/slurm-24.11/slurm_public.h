@@ -15,6 +15,9 @@ namespace mlsched::tool::release {
 // The text squeue shows for a pending job's reason.
 inline const char* job_reason_text(enum job_state_reason reason) { return slurm_job_state_reason_string(reason); }
 
+// Whether accounting keeps each run's Comment (AccountingStoreFlags=job_comment).
+inline bool stores_job_comment(const slurm_conf_t& conf) { return conf.conf_flags & CONF_FLAG_SJC; }
+
 // One switch of the tree topology as `slurm_load_topo` returns it.
 struct SwitchText {
   std::string name;
