@@ -341,8 +341,7 @@ SHARE_WARMUP = 30            # at least; then until the two teams' standings mee
 SHARE_WARMUP_MAX = 150
 SHARE_SETTLE = 15            # after they meet: the catching-up team's running jobs end
 SHARE_MEASURE = 120
-# Half-life 5 min: short enough that usage from earlier tests fades, long against
-# the jobs. Decay pulls the delivered ratio off 2:1 in proportion to 1/half-life,
+# Half-life 5 min: long against the jobs. Decay pulls the delivered ratio off 2:1 in proportion to 1/half-life,
 # towards the smaller team: a team that got a slot is seen using it only as the job
 # runs, and nlp's overshoots move the balance twice as far as vision's. With a 60 s
 # half-life this run shape delivered 1.80 to 1.92 instead of 2 (README).
@@ -396,8 +395,8 @@ def run_share_shape(cluster, jobs, wait_for_balance=True):
     time.sleep(SHARE_WARMUP)
     # Warm-up ends when both teams stand equally against their entitlements (LevelFS
     # = entitlement / usage share, as sshare shows it): usage they brought from
-    # earlier tests has then been caught up on, and from there on the delivered
-    # GPU-time follows the shares.
+    # earlier tests (none after forget_team_usage; stock keeps its own) has then
+    # been caught up on, and from there on the delivered GPU-time follows the shares.
     if wait_for_balance:
         wait_for(lambda: levels_meet(cluster), "vision's and nlp's standings to meet", timeout=SHARE_WARMUP_MAX)
     else:
@@ -420,7 +419,24 @@ def run_share_shape(cluster, jobs, wait_for_balance=True):
     return vision, nlp, idle, time.time() - start
 
 
+def forget_team_usage(cluster, priority_conf, teams=("vision", "nlp")):
+    """Lets the teams' usage from earlier tests decay away: a 1 s half-life while
+    nothing of theirs runs, until sshare shows under one GPU-second each. How much
+    an earlier test charged (test_history's 16-GPU trainer, say) must not decide
+    whether the catch-up fits in this test's warm-up."""
+    priority_conf("PriorityCalcPeriod=1", "PriorityDecayHalfLife=1")
+
+    def raw_usage_gone():
+        rows = sshare(cluster)
+        try:
+            return all(float(rows[(team, "")]["RawUsage"]) < 1 for team in teams)
+        except (KeyError, ValueError):
+            return False
+    wait_for(raw_usage_gone, f"the usage of {', '.join(teams)} to decay", timeout=60, interval=1)
+
+
 def test_two_teams_get_gpu_time_in_proportion_to_their_shares(cluster, priority_conf):
+    forget_team_usage(cluster, priority_conf)
     jobs = priority_conf(*SHARE_CONF)
     vision, nlp, idle, took = run_share_shape(cluster, jobs)
     ratio = vision / nlp
