@@ -19,6 +19,7 @@ src_core_libmlsched_core_la_SOURCES = \
 	src/core/topo.h src/core/topo.cc \
 	src/core/why.h src/core/why.cc \
 	src/core/ops.h src/core/ops.cc \
-	src/core/lifecycle.h src/core/lifecycle.cc
+	src/core/lifecycle.h src/core/lifecycle.cc \
+	src/core/node_failures.h src/core/node_failures.cc
 src_core_libmlsched_core_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 

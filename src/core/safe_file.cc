@@ -234,6 +234,23 @@ std::string write_file_atomically(const std::string& path, const std::string& te
   return write_file_atomically_at(dfd.get(), name, text, mode, path);
 }
 
+SmallFile read_small_file(const std::string& path, uid_t owner, size_t max_bytes) {
+  const size_t slash = path.find_last_of('/');
+  const std::string name = slash == std::string::npos ? path : path.substr(slash + 1);
+  Fd dfd(open(parent_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dfd.ok()) {
+    SmallFile out;
+    const int err = errno;
+    if (err == ENOENT) out.missing = true;
+    else out.error = "cannot open the directory of " + path + ": " + errno_text(err);
+    return out;
+  }
+  SmallFile out = read_small_file_at(dfd.get(), name, owner, max_bytes);
+  // Messages name the whole path: an admin reads them in slurmctld's log.
+  if (!out.error.empty() && out.error.rfind(name, 0) == 0) out.error = path + out.error.substr(name.size());
+  return out;
+}
+
 std::optional<std::string> path_inside(const std::string& rel) {
   if (rel.empty() || rel[0] == '/') return std::nullopt;
   std::vector<std::string> parts;

@@ -57,6 +57,9 @@ struct SmallFile {
   std::string error;
 };
 SmallFile read_small_file_at(int dir_fd, const std::string& name, uid_t owner, size_t max_bytes);
+// The same for a path: its directory is opened following symlinks (for files of
+// slurmctld's own, in directories its admin chose), the file itself is not.
+SmallFile read_small_file(const std::string& path, uid_t owner, size_t max_bytes);
 
 // Writes `text` to a new temporary file in the directory (O_EXCL|O_NOFOLLOW, a
 // name nobody can predict), fsyncs it and renames it over `name`, so a reader sees

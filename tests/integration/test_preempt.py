@@ -541,6 +541,15 @@ def test_two_slurmd_of_a_4_node_gang_killed_it_resumes_and_the_next_gang_avoids_
         assert cluster.run(["scontrol", "reconfigure"]).rc == 0
         for n, (_, argv, env) in daemons.items():
             restart_slurmd(cluster, n, argv, env)
+    # The failures outlive slurmctld (its StateSaveLocation): on 24.11 the reconfigure
+    # above already started a new slurmctld; a restart does so on every release.
+    log_start = mlsched_conf.log_offset()
+    res = subprocess.run([str(REPO / "scripts" / "cluster"), "restart-slurmctld", "--dir", str(cluster.dir)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    wait_for(lambda: cluster.run(["scontrol", "ping"]).rc == 0, "slurmctld to answer again")
+    mlsched_conf.wait_log(r"select/mlsched: remembered failures of 2 node\(s\)", log_start,
+                          "the restarted slurmctld to read the two failed nodes back")
     # Both nodes are back in service; the next 4-node gang still goes where nothing
     # failed lately.
     res, _ = cluster.sbatch(CAROL, "#!/bin/bash\nsleep 30\n", "-A", "research", "--gres=gpu:a100:8", "-N4",

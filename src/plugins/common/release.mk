@@ -15,4 +15,5 @@ RELEASE_PRIORITY_SOURCES = src/plugins/common/slurm-22.05/priority.cc
 RELEASE_JOB_SUBMIT_SOURCES = src/plugins/common/slurm-22.05/job_submit.cc
 endif
 RELEASE_COMMON_SOURCES += src/plugins/common/release.h
+RELEASE_SELECT_SOURCES += src/plugins/common/select_forwards.inc
 EXTRA_DIST += src/plugins/common/slurm-22.05 src/plugins/common/slurm-24.11

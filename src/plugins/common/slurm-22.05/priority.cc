@@ -61,6 +61,7 @@ MLSCHED_EXPORT List priority_p_get_priority_factors_list(priority_factors_reques
     error("%s: sprio request failed: %s", kLog, e.what());
     FREE_NULL_LIST(out);
   } catch (...) {
+    error("%s: sprio request failed with a non-standard exception", kLog);
     FREE_NULL_LIST(out);
   }
   unlock_slurmctld(job_read);

@@ -53,6 +53,7 @@ MLSCHED_EXPORT list_t* priority_p_get_priority_factors_list(uid_t uid) {
     error("%s: sprio request failed: %s", kLog, e.what());
     FREE_NULL_LIST(out);
   } catch (...) {
+    error("%s: sprio request failed with a non-standard exception", kLog);
     FREE_NULL_LIST(out);
   }
   return out;

@@ -133,74 +133,7 @@ MLSCHED_EXPORT int select_p_job_test(job_record_t* job_ptr, bitstr_t* bitmap, ui
                                                  {resv_exc_ptr, will_run_ptr});
 }
 
-MLSCHED_EXPORT int select_p_job_fini(job_record_t* job_ptr) { return mlsched::plugin::shell::select_job_fini(job_ptr); }
-
-MLSCHED_EXPORT int select_p_state_save(char* dir_name) { return (*(inner.state_save))(dir_name); }
-MLSCHED_EXPORT int select_p_state_restore(char* dir_name) { return (*(inner.state_restore))(dir_name); }
 MLSCHED_EXPORT int select_p_job_init(list_t* job_list) { return (*(inner.job_init))(job_list); }
-MLSCHED_EXPORT int select_p_node_init(void) { return (*(inner.node_init))(); }
-MLSCHED_EXPORT int select_p_job_begin(job_record_t* job_ptr) { return (*(inner.job_begin))(job_ptr); }
-MLSCHED_EXPORT int select_p_job_ready(job_record_t* job_ptr) { return (*(inner.job_ready))(job_ptr); }
-MLSCHED_EXPORT int select_p_job_expand(job_record_t* from_job_ptr, job_record_t* to_job_ptr) {
-  return (*(inner.job_expand))(from_job_ptr, to_job_ptr);
-}
-MLSCHED_EXPORT int select_p_job_resized(job_record_t* job_ptr, node_record_t* node_ptr) {
-  return (*(inner.job_resized))(job_ptr, node_ptr);
-}
-MLSCHED_EXPORT int select_p_job_suspend(job_record_t* job_ptr, bool indf_susp) {
-  return (*(inner.job_suspend))(job_ptr, indf_susp);
-}
-MLSCHED_EXPORT int select_p_job_resume(job_record_t* job_ptr, bool indf_susp) {
-  return (*(inner.job_resume))(job_ptr, indf_susp);
-}
-MLSCHED_EXPORT bitstr_t* select_p_step_pick_nodes(job_record_t* job_ptr, select_jobinfo_t* jobinfo,
-                                                  uint32_t node_count, bitstr_t** avail_nodes) {
-  return (*(inner.step_pick_nodes))(job_ptr, jobinfo, node_count, avail_nodes);
-}
-MLSCHED_EXPORT int select_p_step_start(step_record_t* step_ptr) { return (*(inner.step_start))(step_ptr); }
-MLSCHED_EXPORT int select_p_step_finish(step_record_t* step_ptr, bool killing_step) {
-  return (*(inner.step_finish))(step_ptr, killing_step);
-}
-MLSCHED_EXPORT int select_p_select_nodeinfo_pack(select_nodeinfo_t* nodeinfo, buf_t* buffer, uint16_t protocol_version) {
-  return (*(inner.nodeinfo_pack))(nodeinfo, buffer, protocol_version);
-}
-MLSCHED_EXPORT int select_p_select_nodeinfo_unpack(select_nodeinfo_t** nodeinfo, buf_t* buffer,
-                                                   uint16_t protocol_version) {
-  return (*(inner.nodeinfo_unpack))(nodeinfo, buffer, protocol_version);
-}
-MLSCHED_EXPORT select_nodeinfo_t* select_p_select_nodeinfo_alloc(void) { return (*(inner.nodeinfo_alloc))(); }
-MLSCHED_EXPORT int select_p_select_nodeinfo_free(select_nodeinfo_t* nodeinfo) {
-  return (*(inner.nodeinfo_free))(nodeinfo);
-}
-MLSCHED_EXPORT int select_p_select_nodeinfo_set_all(void) { return (*(inner.nodeinfo_set_all))(); }
-MLSCHED_EXPORT int select_p_select_nodeinfo_set(job_record_t* job_ptr) { return (*(inner.nodeinfo_set))(job_ptr); }
-MLSCHED_EXPORT int select_p_select_nodeinfo_get(select_nodeinfo_t* nodeinfo, enum select_nodedata_type dinfo,
-                                                enum node_states state, void* data) {
-  return (*(inner.nodeinfo_get))(nodeinfo, dinfo, state, data);
-}
-MLSCHED_EXPORT select_jobinfo_t* select_p_select_jobinfo_alloc(void) { return (*(inner.jobinfo_alloc))(); }
-MLSCHED_EXPORT int select_p_select_jobinfo_free(select_jobinfo_t* jobinfo) { return (*(inner.jobinfo_free))(jobinfo); }
-MLSCHED_EXPORT int select_p_select_jobinfo_set(select_jobinfo_t* jobinfo, enum select_jobdata_type data_type,
-                                               void* data) {
-  return (*(inner.jobinfo_set))(jobinfo, data_type, data);
-}
-MLSCHED_EXPORT int select_p_select_jobinfo_get(select_jobinfo_t* jobinfo, enum select_jobdata_type data_type,
-                                               void* data) {
-  return (*(inner.jobinfo_get))(jobinfo, data_type, data);
-}
-MLSCHED_EXPORT select_jobinfo_t* select_p_select_jobinfo_copy(select_jobinfo_t* jobinfo) {
-  return (*(inner.jobinfo_copy))(jobinfo);
-}
-MLSCHED_EXPORT int select_p_select_jobinfo_pack(select_jobinfo_t* jobinfo, buf_t* buffer, uint16_t protocol_version) {
-  return (*(inner.jobinfo_pack))(jobinfo, buffer, protocol_version);
-}
-MLSCHED_EXPORT int select_p_select_jobinfo_unpack(select_jobinfo_t** jobinfo_pptr, buf_t* buffer,
-                                                  uint16_t protocol_version) {
-  return (*(inner.jobinfo_unpack))(jobinfo_pptr, buffer, protocol_version);
-}
-// Gres code asks which select type runs (SELECT_CR_PLUGIN) and treats GPUs the
-// cons_tres way only if the answer is cons_tres's: forwarding keeps that true.
-MLSCHED_EXPORT int select_p_get_info_from_plugin(enum select_plugindata_info dinfo, job_record_t* job_ptr, void* data) {
-  return (*(inner.get_info_from_plugin))(dinfo, job_ptr, data);
-}
-MLSCHED_EXPORT int select_p_reconfigure(void) { return (*(inner.reconfigure))(); }
+
+// The forwards every release shares.
+#include "plugins/common/select_forwards.inc"

@@ -7,24 +7,31 @@
 // fits, best fit) and hands cons_tres the narrowed node set; after a successful
 // run-now it moves the job's GPUs onto one NVLink clique per node where possible.
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/directives.h"
+#include "core/node_failures.h"
 #include "core/placement.h"
+#include "core/safe_file.h"
 #include "core/submit.h"
 #include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
 #include "plugins/common/ctld.h"
 #include "plugins/common/guard.h"
 #include "plugins/common/job_records.h"
+#include "plugins/common/periodic_worker.h"
 #include "plugins/common/release.h"
 #include "plugins/common/slurm_headers.h"
 
@@ -44,10 +51,17 @@ constexpr const char* kLog = "select/mlsched";
 mlsched::plugin::ConfigStore g_config;
 mlsched::plugin::ClusterSnapshot g_cluster;
 
-// Jobs that ended because a node failed, per node, for failure-aware placement.
-// Only touched under slurmctld's job write lock, plus this mutex for safety.
+// Nodes that failed under a job, for failure-aware placement. Changed in job_fini
+// (job write lock held) and when old failures are forgotten during job_test; the
+// saver thread writes it to StateSaveLocation, so the memory outlives this process
+// (a restart; on 24.11 also `scontrol reconfigure`, which starts a new slurmctld).
+// No file is touched under slurmctld's locks: those paths only poke the saver.
+constexpr const char* kFailuresFile = "select_mlsched_node_failures";
+constexpr size_t kMaxFailuresFileBytes = 8 << 20;
 std::mutex g_failures_mutex;
-std::map<uint32_t, std::deque<time_t>> g_node_failures;
+mlsched::NodeFailureMemory g_failures;  // under g_failures_mutex
+bool g_failures_unsaved = false;        // under g_failures_mutex
+mlsched::plugin::PeriodicWorker g_saver;
 
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
 
@@ -97,14 +111,65 @@ mlsched::ClusterState current_state(const mlsched::plugin::ClusterModel& model, 
       }
       list_iterator_destroy(it);
     }
-    auto f = g_node_failures.find(model.slurm_index[k]);
-    if (f != g_node_failures.end()) {
-      while (!f->second.empty() && now - f->second.front() > static_cast<time_t>(config.node_failure_window))
-        f->second.pop_front();
-      state[k].recent_failures = static_cast<uint32_t>(f->second.size());
-    }
+    state[k].recent_failures = g_failures.recent(model.cluster.nodes()[k].name, now, config.node_failure_window);
+  }
+  if (g_failures.forget_older_than(now, config.node_failure_window)) {
+    g_failures_unsaved = true;
+    g_saver.poke();
   }
   return state;
+}
+
+std::string failures_path() { return str(slurm_conf.state_save_location) + "/" + kFailuresFile; }
+
+// From init(), before any job is placed and without slurmctld's locks. A missing
+// file is a first start; a damaged one is kept aside and named, and placement
+// starts without failure marks rather than slurmctld not starting.
+void load_failures() {
+  const std::string path = failures_path();
+  // Bound by position: Slurm 24.11's headers define `error` as a macro, which
+  // would rename the member.
+  const auto [missing, text, problem] = mlsched::read_small_file(path, geteuid(), kMaxFailuresFileBytes);
+  if (missing) return;
+  std::string why = problem;
+  std::optional<mlsched::NodeFailureMemory> memory;
+  if (text)
+    memory = mlsched::NodeFailureMemory::parse(*text, static_cast<int64_t>(time(nullptr)) +
+                                                          mlsched::NodeFailureMemory::kMaxClockSkew, &why);
+  if (!memory) {
+    const std::string aside = path + ".corrupt";
+    const bool kept = text && std::rename(path.c_str(), aside.c_str()) == 0;
+    error("%s: WARNING: remembered node failures in %s not used (%s)%s", kLog, path.c_str(), why.c_str(),
+          kept ? ("; kept it as " + aside).c_str() : "");
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_failures_mutex);
+  g_failures = std::move(*memory);
+  if (!g_failures.empty())
+    info("%s: remembered failures of %zu node(s) from %s", kLog, g_failures.nodes(), path.c_str());
+}
+
+// The saver thread's work (and fini's last save): writes the memory when it changed.
+void save_failures() {
+  std::string text;
+  {
+    std::lock_guard<std::mutex> lock(g_failures_mutex);
+    if (!g_failures_unsaved) return;
+    text = g_failures.serialize();
+    g_failures_unsaved = false;
+  }
+  const std::string problem = mlsched::write_file_atomically(failures_path(), text, 0600);
+  if (problem.empty()) return;
+  error("%s: cannot save node failures: %s", kLog, problem.c_str());
+  std::lock_guard<std::mutex> lock(g_failures_mutex);
+  g_failures_unsaved = true;  // tried again at the next change or period
+}
+
+void saver_loop(mlsched::plugin::PeriodicWorker& worker) {
+  while (!worker.stopping()) {
+    save_failures();
+    worker.sleep_for(std::chrono::seconds(60));
+  }
 }
 
 bitstr_t* bitmap_of(const mlsched::plugin::ClusterModel& model, const std::vector<size_t>& nodes, bitstr_t* within) {
@@ -271,7 +336,10 @@ MLSCHED_EXPORT int init(void) {
     if (!mlsched::plugin::release::load_cons_tres(kLog)) return SLURM_ERROR;
     // Client commands (sinfo, squeue, sprio) load every select plugin: they only
     // need the forwarding above. Policy state lives in slurmctld alone.
-    if (mlsched::plugin::ctld::in_slurmctld() && !g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
+    if (!mlsched::plugin::ctld::in_slurmctld()) return SLURM_SUCCESS;
+    if (!g_config.start(slurm_conf.slurm_conf, kLog)) return SLURM_ERROR;
+    load_failures();
+    g_saver.start(saver_loop);
     return SLURM_SUCCESS;
   });
 }
@@ -279,6 +347,8 @@ MLSCHED_EXPORT int init(void) {
 MLSCHED_EXPORT int fini(void) {
   guarded(kLog, "fini", SLURM_SUCCESS, [] {
     g_config.stop_watching();
+    g_saver.stop();
+    if (mlsched::plugin::ctld::in_slurmctld()) save_failures();
     return SLURM_SUCCESS;
   });
   return mlsched::plugin::release::unload_cons_tres();
@@ -332,7 +402,9 @@ int mlsched::plugin::shell::select_job_fini(job_record_t* job_ptr) {
         node_record_t* node_ptr = table && i < count ? table[i] : nullptr;
         if (!bit_test(job_ptr->node_bitmap, i) || !node_ptr) continue;
         if (IS_NODE_DOWN(node_ptr) || IS_NODE_FAIL(node_ptr) || IS_NODE_NO_RESPOND(node_ptr)) {
-          g_node_failures[static_cast<uint32_t>(i)].push_back(now);
+          g_failures.record(node_ptr->name, now);
+          g_failures_unsaved = true;
+          g_saver.poke();
           info("%s: %s failed under %pJ; large gangs avoid it for %u s while healthy nodes can hold them",
                kLog, node_ptr->name, job_ptr, config ? config->node_failure_window : 0);
         }
