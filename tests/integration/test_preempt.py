@@ -351,6 +351,10 @@ def slurmd_of(cluster, node):
             if argv[:1] == ["slurmd"] and "-N" in argv and argv[argv.index("-N") + 1] == node \
                     and str(cluster.conf) in argv:
                 env = dict(kv.split("=", 1) for kv in Path(f"/proc/{pid}/environ").read_bytes().decode().split("\0") if "=" in kv)
+                # Slurm 24.11's slurmd re-executes itself on reconfigure and hands the new
+                # process its listening socket and boot time in SLURMD_RECONF*/SLURMD_BOOT_TIME;
+                # a slurmd started afresh with them would look for a socket that is gone.
+                env = {k: v for k, v in env.items() if not k.startswith("SLURMD_RECONF") and k != "SLURMD_BOOT_TIME"}
                 return int(pid), argv, env
         except (OSError, ValueError, IndexError):
             continue

@@ -40,6 +40,14 @@ int cons_tres_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nod
                        uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
                        const JobTestTail& tail);
 int cons_tres_job_fini(job_record_t* job_ptr);
+// A job that begins a run is past any preemption grace of an earlier run. 24.11 flags
+// a job when a preemption with a grace time starts (GRACE_PREEMPT) and clears the flag
+// only when the run ends through job completion; a requeue (the preemption's own, or
+// a node failure's) leaves it set, and when the requeued job later ends normally
+// slurmctld reads the stale flag as "ended by preemption" and requeues it again, so a
+// checkpointing job preempted once never completes. Cleared at each start. 22.05 has
+// no such flag: nothing to do there.
+void clear_stale_preempt_grace(job_record_t* job_ptr);
 
 }  // namespace mlsched::plugin::release
 

@@ -119,6 +119,7 @@ int cons_tres_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nod
 }
 
 int cons_tres_job_fini(job_record_t* job_ptr) { return (*(inner.job_fini))(job_ptr); }
+void clear_stale_preempt_grace(job_record_t* job_ptr) { job_ptr->bit_flags &= ~GRACE_PREEMPT; }
 
 }  // namespace mlsched::plugin::release
 
