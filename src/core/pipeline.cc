@@ -452,8 +452,10 @@ void explain_stage(StageStatus& s, const std::map<std::string, const StageStatus
       else if (pending->membership.attempt > 1 && last_ran)
         s.detail = attempt_of(*pending) + "retry: runs if attempt " + std::to_string(last_ran->membership.attempt) +
                    " fails";
+      else if (w.empty())
+        s.detail = "its upstream stages have ended as it needs; Slurm starts it at its next pass";
       else
-        s.detail = "waits for " + (w.empty() ? std::string("its upstream stages") : join(w, ", "));
+        s.detail = "waits for " + join(w, ", ");
     } else {
       s.state = "pending";
       s.detail = attempt_of(*pending) + "queued (" + (pending->reason.empty() ? "None" : pending->reason) + ")";
@@ -489,7 +491,7 @@ void explain_stage(StageStatus& s, const std::map<std::string, const StageStatus
   }
   if (s.current) {
     s.start = s.current->start && s.current->state != "PENDING" && !never_ran(*s.current) ? s.current->start : 0;
-    s.end = ended(s.current->state) ? s.current->end : 0;
+    s.end = ended(s.current->state) && !never_ran(*s.current) ? s.current->end : 0;
   }
 }
 
@@ -543,6 +545,8 @@ PipelineStatus pipeline_status(const std::string& id, std::vector<StageJob> jobs
             if (j.state == "RUNNING") eta = std::max<time_t>(eta, j.time_limit_s ? j.start + j.time_limit_s : 0);
         }
       }
+      // Waiting on nothing that is still running, and why sees no wait: now.
+      if (known && !eta && s.state == "waiting") eta = now;
       if (known && eta) {
         s.eta = std::max(eta, now);
         s.expected_end = c->time_limit_s ? s.eta + c->time_limit_s : 0;
@@ -589,22 +593,23 @@ std::string format_pipeline_status(const PipelineStatus& status, time_t now) {
 }
 
 std::string pipeline_chain_text(const PipelineStatus& status, const std::string& stage) {
+  std::string out = "pipeline " + status.id + ", stage " + stage;
+  const StageStatus* self = nullptr;
+  for (const auto& s : status.stages)
+    if (s.stage == stage) self = &s;
+  if (self) out += ": " + self->state + " (" + self->detail + ")";
   std::vector<std::string> next;
   for (const auto& s : status.stages) {
     for (const auto& e : s.after) {
       if (e.stage != stage) continue;
-      std::string t = s.stage + " (after " + to_string(e.kind) + ", " + s.state;
+      std::string t = s.stage + " (after " + to_string(e.kind) + "): " + s.state;
       if (s.current) t += ", job " + std::to_string(s.current->job_id);
-      t += ")";
       next.push_back(t);
     }
   }
-  std::string out = "pipeline " + status.id + ", stage " + stage + ": ";
-  if (next.empty()) return out + "no stage waits for it";
-  out += "then " + join(next, "; ") +
-         ". A stage whose condition this one cannot meet any more is cancelled by Slurm (DependencyNeverSatisfied), "
-         "and so are the stages after it";
-  return out;
+  if (next.empty()) return out + ". No stage waits for it";
+  return out + ". After it: " + join(next, "; ") + ". A stage whose condition " + stage +
+         " can no longer meet is cancelled by Slurm (DependencyNeverSatisfied), and so are the stages after that one";
 }
 
 }  // namespace mlsched

@@ -194,7 +194,7 @@ START_TEST(status_of_a_running_pipeline_chains_etas) {
   const std::string text = format_pipeline_status(st, now);
   ck_assert_contains(text, "pipeline p-1 (p): running, 3 stages");
   ck_assert_contains(text, "ETA in 9 min");
-  ck_assert_contains(pipeline_chain_text(st, "train"), "then eval (after ok, waiting, job 12)");
+  ck_assert_contains(pipeline_chain_text(st, "train"), "After it: eval (after ok): waiting, job 12");
 }
 END_TEST
 
@@ -230,6 +230,9 @@ START_TEST(status_after_a_failure_and_a_retry) {
   ck_assert_contains(st.stages[2].detail, "cancelled by Slurm, never ran: prep did not succeed");
   ck_assert_int_eq(st.stages[2].start, 0);
   ck_assert_string_eq(st.state, "failed");
+  ck_assert_int_eq(st.stages[2].end, 0);
+  // why for the failed upstream says what became of the stage after it.
+  ck_assert_contains(pipeline_chain_text(st, "prep"), "stage prep: failed (FAILED (exit code 1)). After it: eval (after ok): skipped, job 24");
 }
 END_TEST
 

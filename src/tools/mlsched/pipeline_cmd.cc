@@ -441,9 +441,9 @@ std::string pipeline_note(const slurm_job_info_t& j, const job_info_msg_t* all, 
   const PipelineStatus st = load_status(r.pipeline->id, all, false, notes, now);
   std::string out = pipeline_chain_text(st, r.pipeline->stage);
   if (r.pipeline->attempts > 1)
-    out += " (this job is attempt " + std::to_string(r.pipeline->attempt) + " of " +
-           std::to_string(r.pipeline->attempts) + ")";
-  return out + "; `mlsched pipeline status " + r.pipeline->id + "` shows it all";
+    out += ". This job is attempt " + std::to_string(r.pipeline->attempt) + " of " +
+           std::to_string(r.pipeline->attempts) + " of the stage";
+  return out + ". `mlsched pipeline status " + r.pipeline->id + "` shows every stage";
 }
 
 int cmd_pipeline(Args& args) {

@@ -589,6 +589,9 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
       rj.expected_end = o.time_limit == INFINITE ? 0 : o.end_time;
       snap.running.push_back(rj);
     } else if (base == JOB_PENDING) {
+      // A job that waits for another job (a later pipeline stage) or can never run
+      // does not compete for GPUs now.
+      if (o.state_reason == WAIT_DEPENDENCY || o.state_reason == WAIT_DEP_INVALID) continue;
       PendingJob pj;
       pj.job_id = o.job_id;
       pj.name = str(o.name);
@@ -673,7 +676,7 @@ int cmd_why(Args& args) {
     print_json(root);
   } else {
     fputs(format_why(job, report, now).c_str(), stdout);
-    if (!pipeline.empty()) printf("pipeline: %s\n", pipeline.c_str());
+    if (!pipeline.empty()) printf("\n%s\n", pipeline.c_str());
     for (const auto& n : notes) printf("note: %s\n", n.c_str());
   }
   return 0;
