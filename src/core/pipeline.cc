@@ -395,9 +395,7 @@ void explain_stage(StageStatus& s, const std::map<std::string, const StageStatus
     if (j.state == "COMPLETED" && !done) done = &j;
     if (!ended(j.state) && j.state != "PENDING" && !running) running = &j;
     if (j.state == "PENDING" && !pending) pending = &j;
-    // A pending job Slurm cancelled has start == end: it never ran either.
-    if (j.start && j.state != "PENDING" && !never_ran(j) && !(j.state == "CANCELLED" && j.end <= j.start))
-      last_ran = &j;
+    if (j.allocated && j.state != "PENDING" && !never_ran(j)) last_ran = &j;
   }
   auto attempt_of = [&](const StageJob& j) {
     return j.membership.attempts > 1 ? "attempt " + std::to_string(j.membership.attempt) + "/" +
@@ -490,8 +488,8 @@ void explain_stage(StageStatus& s, const std::map<std::string, const StageStatus
     }
   }
   if (s.current) {
-    s.start = s.current->start && s.current->state != "PENDING" && !never_ran(*s.current) ? s.current->start : 0;
-    s.end = ended(s.current->state) && !never_ran(*s.current) ? s.current->end : 0;
+    s.start = s.current->allocated && s.current->state != "PENDING" ? s.current->start : 0;
+    s.end = ended(s.current->state) && s.current->allocated ? s.current->end : 0;
   }
 }
 

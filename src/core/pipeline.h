@@ -74,6 +74,9 @@ struct StageJob {
   std::string state;           // Slurm's base state: PENDING, RUNNING, COMPLETED, FAILED, CANCELLED ...
   std::string reason;          // Slurm's reason of a pending job ("Dependency", "DependencyNeverSatisfied")
   time_t submit = 0, start = 0, end = 0;
+  // It was given nodes (it ran, if only for a moment). Its times cannot tell: Slurm
+  // sets start = end when it cancels a pending job.
+  bool allocated = false;
   uint32_t time_limit_s = 0;   // 0: none
   time_t model_eta = 0;        // pending: why's ETA for its start (0: unknown)
   int exit_code = 0;

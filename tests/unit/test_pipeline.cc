@@ -165,6 +165,7 @@ StageJob job(uint32_t id, const std::string& stage, uint32_t attempt, uint32_t a
   j.membership.after = std::move(after);
   j.name = "p/" + stage;
   j.state = state;
+  j.allocated = state != "PENDING";  // callers unset it for jobs that never ran
   return j;
 }
 }  // namespace
@@ -211,6 +212,7 @@ START_TEST(status_after_a_failure_and_a_retry) {
   jobs.back().end = now - 100;
   jobs.push_back(job(22, "train", 3, 3, "CANCELLED"));
   jobs.back().reason = "DependencyNeverSatisfied";
+  jobs.back().allocated = false;
   jobs.back().start = jobs.back().end = now - 100;
   // prep failed for good: eval (after ok) was cancelled by Slurm, cleanup (notok) ran.
   jobs.push_back(job(23, "prep", 1, 1, "FAILED"));
@@ -219,6 +221,7 @@ START_TEST(status_after_a_failure_and_a_retry) {
   jobs.back().exit_code = 1;
   jobs.push_back(job(24, "eval", 1, 1, "CANCELLED", {{"prep", AfterKind::ok}}));
   jobs.back().reason = "DependencyNeverSatisfied";
+  jobs.back().allocated = false;
   jobs.back().start = jobs.back().end = now - 39;
   const PipelineStatus st = pipeline_status("p-1", jobs, now);
   ck_assert_string_eq(st.stages[0].state, "completed");
@@ -236,6 +239,24 @@ START_TEST(status_after_a_failure_and_a_retry) {
 }
 END_TEST
 
+// Slurm sets start = end on a pending job it cancels; a job cancelled in the second
+// it started has them equal too. Whether it had nodes tells them apart.
+START_TEST(cancelled_stages_say_whether_they_ran) {
+  const time_t now = 3'000'000;
+  std::vector<StageJob> jobs;
+  jobs.push_back(job(30, "a", 1, 1, "CANCELLED"));
+  jobs.back().start = jobs.back().end = now - 5;
+  jobs.push_back(job(31, "b", 1, 1, "CANCELLED", {{"a", AfterKind::ok}}));
+  jobs.back().start = jobs.back().end = now - 5;
+  jobs.back().allocated = false;
+  jobs.back().reason = "Dependency";
+  const PipelineStatus st = pipeline_status("p-1", jobs, now);
+  ck_assert_string_eq(st.stages[0].detail, "cancelled while running");
+  ck_assert_string_eq(st.stages[1].detail, "cancelled before it ran");
+  ck_assert_string_eq(st.state, "cancelled");
+}
+END_TEST
+
 Suite* pipeline_suite() {
   Suite* s = suite_create("pipeline");
   TCase* tc = tcase_create("pipeline");
@@ -245,6 +266,7 @@ Suite* pipeline_suite() {
   tcase_add_test(tc, membership_is_stored_and_read_back);
   tcase_add_test(tc, status_of_a_running_pipeline_chains_etas);
   tcase_add_test(tc, status_after_a_failure_and_a_retry);
+  tcase_add_test(tc, cancelled_stages_say_whether_they_ran);
   suite_add_tcase(s, tc);
   return s;
 }

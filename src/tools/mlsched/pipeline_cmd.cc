@@ -313,6 +313,7 @@ StageJob stage_job(const slurm_job_info_t& j) {
   s.submit = j.submit_time;
   s.start = j.start_time;
   s.end = j.end_time;
+  s.allocated = j.nodes && *j.nodes;
   s.time_limit_s = j.time_limit == INFINITE || j.time_limit == NO_VAL ? 0 : j.time_limit * 60;
   s.exit_code = WIFEXITED(j.exit_code) ? WEXITSTATUS(j.exit_code) : 0;
   return s;
