@@ -150,6 +150,9 @@ def test_three_stage_pipeline_runs_in_order(cluster, pipelines):
     assert f"pipeline {pid}, stage train: waiting" in why.out, why
     assert f"After it: evaluate (after ok): waiting, job {eval_job}" in why.out, why
     assert "This job is attempt 1 of 2 of the stage" in why.out, why
+    # Its GPUs are free: it can start when data-prep reaches its time limit.
+    assert "when the jobs it waits for reach their time limits (its GPUs are free now)" in why.out, why
+    assert json.loads(tool(cluster, ALICE, "why", "--json", train_job).out)["model_eta"] == prep["expected_end"]
 
     for job in (data_job, train_job, eval_job):
         assert wait_ended(cluster, job) == "COMPLETED", cluster.show_job(job)
