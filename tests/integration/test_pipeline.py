@@ -314,3 +314,53 @@ def test_cancel_stops_every_stage(cluster, pipelines):
     res = tool(cluster, BOB, "pipeline", "cancel", pid2)
     assert res.rc == 1 and "could not cancel" in res.err, res
     assert cluster.job_field(ids2["data-prep"][0], "JobState") in {"PENDING", "RUNNING"}
+
+
+def sprio_age(cluster, job):
+    res = cluster.run(["sprio", "-h", "-j", str(job), "-o", "%A"])
+    return int(res.out.strip()) if res.rc == 0 and res.out.strip() else None
+
+
+def epoch(cluster, job, field):
+    value = cluster.job_field(job, field)
+    return None if value in (None, "Unknown", "None") else time.mktime(time.strptime(value, "%Y-%m-%dT%H:%M:%S"))
+
+
+def test_downstream_stage_starts_with_the_queue_age_its_pipeline_accrued(cluster, pipelines, mlsched_conf):
+    # Age in 1 s steps up to 60 s, so seconds show in sprio's AGE (weight 1000).
+    mlsched_conf.append("PriorityCalcPeriod=1", "PriorityMaxAge=60", plugin="priority/mlsched", tag="test_pipeline")
+    weight, max_age = 1000, 60
+    blockers = []
+    for node, body in (("gpu09", "sleep 15"), ("gpu10", "sleep 300")):
+        res, _ = cluster.sbatch(BOB, f"#!/bin/bash\n{body}\n", "-A", "nlp", "-t", "5", "-w", node, "--gres=gpu:a100:8")
+        blockers.append(cluster.job_id(res))
+    mlsched_conf.jobs.extend(blockers)
+    for b in blockers:
+        cluster.wait_state(b, {"RUNNING"})
+    # "wait" queues behind the first blocker (~15 s), then runs 20 s; "next" then
+    # queues behind the second blocker.
+    d = workspace(cluster, ALICE, files={
+        "p.json": json.dumps({"pipeline": "aged", "stages": [
+            {"name": "wait", "script": "wait.sh"}, {"name": "next", "script": "next.sh", "after": ["wait"]}]}),
+        "wait.sh": "#!/bin/bash\n#SBATCH -w gpu09 --gres=gpu:a100:8 -t 2\nsleep 20\n",
+        "next.sh": "#!/bin/bash\n#SBATCH -w gpu10 --gres=gpu:a100:8 -t 2\ntrue\n"})
+    pid, ids, _ = submit(cluster, ALICE, d, pipelines, file="p.json")
+    first, nxt = ids["wait"][0], ids["next"][0]
+    assert cluster.wait_state(first, {"COMPLETED"}, timeout=90)
+    eligible = wait_for(lambda: epoch(cluster, nxt, "EligibleTime"), "the next stage to become eligible", timeout=30)
+    waited = epoch(cluster, first, "StartTime") - epoch(cluster, first, "EligibleTime")
+    assert 10 <= waited <= 30, waited
+    time.sleep(3)  # a few passes (PriorityCalcPeriod=1)
+    before = time.time()
+    age = sprio_age(cluster, nxt)
+    after = time.time()
+    assert cluster.job_field(nxt, "JobState") == "PENDING", cluster.show_job(nxt)
+    # AGE = weight x (what "wait" waited in the queue + what "next" has waited since it
+    # became eligible) / PriorityMaxAge; the 20 s "wait" ran are not counted. One
+    # second either way for the pass and the clock's whole seconds.
+    low = weight * (waited + before - eligible - 2) / max_age
+    high = weight * (waited + after - eligible + 1) / max_age
+    assert low <= age <= high, (age, low, high, waited)
+    # Counted from its submission, as before, it would also hold the 20 s of running.
+    from_submit = weight * (before - epoch(cluster, nxt, "SubmitTime")) / max_age
+    assert age < from_submit - weight * 15 / max_age, (age, from_submit)
