@@ -258,18 +258,21 @@ double seconds_to_reach_top(const Config& c, uint32_t gpus, uint32_t cluster_gpu
 std::map<uint32_t, int64_t> pipeline_age_starts(const std::vector<StageQueueFacts>& jobs, uint32_t max_age,
                                                 int64_t now) {
   // Queue wait each stage of each pipeline accrued in the attempts that ran.
-  std::map<std::pair<std::string, std::string>, int64_t> waited;
-  std::map<std::pair<std::string, std::string>, std::vector<AfterEdge>> after;
+  // Keyed by (user, pipeline id) and stage: the membership words are the user's own
+  // (`--comment`), so another user's job naming this pipeline's id never counts.
+  using Key = std::pair<std::string, std::string>;
+  auto pipeline_of = [](const StageQueueFacts& j) { return std::to_string(j.user_id) + "/" + j.membership.id; };
+  std::map<Key, int64_t> waited;
+  std::map<Key, std::vector<AfterEdge>> after;
   for (const auto& j : jobs) {
-    const auto key = std::make_pair(j.membership.id, j.membership.stage);
+    const Key key = std::make_pair(pipeline_of(j), j.membership.stage);
     after[key] = j.membership.after;
     if (!j.pending && j.start > 0 && j.eligible > 0 && j.start >= j.eligible) waited[key] += j.start - j.eligible;
   }
   // Longest upstream chain of waits; memoized, and bounded by the pipeline's size
   // (a cycle, which `mlsched pipeline submit` never makes, stops at the bound).
-  std::map<std::pair<std::string, std::string>, int64_t> inherited;
-  std::function<int64_t(const std::pair<std::string, std::string>&, size_t)> chain =
-      [&](const std::pair<std::string, std::string>& key, size_t depth) -> int64_t {
+  std::map<Key, int64_t> inherited;
+  std::function<int64_t(const Key&, size_t)> chain = [&](const Key& key, size_t depth) -> int64_t {
     if (depth > kMaxPipelineStages) return 0;
     if (auto it = inherited.find(key); it != inherited.end()) return it->second;
     int64_t best = 0;
@@ -290,7 +293,7 @@ std::map<uint32_t, int64_t> pipeline_age_starts(const std::vector<StageQueueFact
       out[j.job_id] = now;  // still waits for its upstream stages: no age yet
       continue;
     }
-    const int64_t carried = std::min<int64_t>(chain({j.membership.id, j.membership.stage}, 0), max_age);
+    const int64_t carried = std::min<int64_t>(chain({pipeline_of(j), j.membership.stage}, 0), max_age);
     out[j.job_id] = j.eligible - carried;
   }
   return out;

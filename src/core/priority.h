@@ -167,6 +167,7 @@ double seconds_to_reach_top(const Config& config, uint32_t gpus, uint32_t cluste
 // plugin reads it from the job table.
 struct StageQueueFacts {
   uint32_t job_id = 0;
+  uint32_t user_id = 0;  // only a user's own stages count: anyone can name a pipeline id
   PipelineMembership membership;
   bool pending = false;
   int64_t eligible = 0;  // Slurm's begin time: when it could first start (0: not yet)

@@ -770,7 +770,11 @@ START_TEST(pipeline_stage_inherits_queue_wait_not_run_time) {
   ck_assert_int_eq(starts[5], 6000);        // no age while it waits for eval
   // Bounded by PriorityMaxAge.
   ck_assert_int_eq(pipeline_age_starts(jobs, 120, 6000)[4], 5000 - 120);
-  // Another pipeline's stages of the same name do not count.
+  // Another user's job that names this pipeline's id does not count.
+  jobs[0].user_id = 1002;
+  ck_assert_int_eq(pipeline_age_starts(jobs, 86400, 6000)[4], 5000 - 50);
+  jobs[0].user_id = 0;
+  // Nor do another pipeline's stages of the same name.
   jobs[0].membership.id = "other-2";
   ck_assert_int_eq(pipeline_age_starts(jobs, 86400, 6000)[4], 5000 - 50);
 }

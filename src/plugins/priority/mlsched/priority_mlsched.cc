@@ -346,6 +346,7 @@ void note_stage(const job_record_t* job_ptr, std::vector<mlsched::StageQueueFact
   if (!record->pipeline) return;
   mlsched::StageQueueFacts f;
   f.job_id = job_ptr->job_id;
+  f.user_id = job_ptr->user_id;
   f.membership = *record->pipeline;
   f.pending = IS_JOB_PENDING(job_ptr);
   if (job_ptr->details) f.eligible = job_ptr->details->begin_time;
