@@ -57,6 +57,15 @@ void read_words(std::string_view text, const DirectiveOrigin& origin, RawDirecti
     }
     const std::string key = lowercase(word.substr(0, eq));
     const std::string value = word.substr(eq + 1);
+    const auto& pkeys = pipeline_keys();
+    if (std::find(pkeys.begin(), pkeys.end(), key) != pkeys.end()) {
+      if (value.empty()) {
+        out.error(origin.describe() + ": " + key + "= has no value");
+      } else if (!out.pipeline.emplace(key, GivenValue{value, origin}).second) {
+        out.error(origin.describe() + ": " + key + " is given twice; keep one");
+      }
+      continue;
+    }
     const auto& keys = directive_keys();
     if (std::find(keys.begin(), keys.end(), key) == keys.end()) {
       std::string msg = origin.describe() + ": unknown key '" + shown(word.substr(0, eq)) + "'";

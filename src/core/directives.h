@@ -37,6 +37,10 @@ constexpr size_t kMaxProblemsKept = 20;
 
 struct RawDirectives {
   std::map<std::string, GivenValue> values;
+  // A pipeline stage's membership words (job_record.h pipeline_keys), which
+  // `mlsched pipeline submit` passes in --comment; not directives: a job with only
+  // these keeps Slurm's behaviour and gets no directive defaults.
+  std::map<std::string, GivenValue> pipeline;
   std::vector<std::string> errors;  // each already names its origin; at most kMaxProblemsKept
   std::vector<std::string> notes;   // harmless but worth telling the user; at most kMaxProblemsKept
   size_t errors_dropped = 0, notes_dropped = 0;  // beyond the kept ones

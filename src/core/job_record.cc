@@ -2,6 +2,7 @@
 #include "core/job_record.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <ctime>
 
@@ -15,6 +16,111 @@ const std::vector<std::string_view>& mark_keys() {
       mark_key::preempted,    mark_key::preempted_at,         mark_key::preempted_by,
       mark_key::lost_gpu_seconds, mark_key::preempted_at_utc, mark_key::record_version};
   return keys;
+}
+
+const std::vector<std::string_view>& pipeline_keys() {
+  static const std::vector<std::string_view> keys = {pipeline_key::pipeline, pipeline_key::stage,
+                                                     pipeline_key::attempt, pipeline_key::after};
+  return keys;
+}
+
+std::string to_string(AfterKind kind) {
+  switch (kind) {
+    case AfterKind::ok: return "ok";
+    case AfterKind::any: return "any";
+    case AfterKind::notok: return "notok";
+  }
+  return "ok";
+}
+
+std::optional<AfterKind> parse_after_kind(std::string_view text) {
+  if (text == "ok") return AfterKind::ok;
+  if (text == "any") return AfterKind::any;
+  if (text == "notok") return AfterKind::notok;
+  return std::nullopt;
+}
+
+bool is_pipeline_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxPipelineNameBytes) return false;
+  if (!std::isalnum(static_cast<unsigned char>(name[0]))) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_')) return false;
+  return true;
+}
+
+namespace {
+
+std::optional<std::string> word_value(const std::vector<std::string>& words, std::string_view key) {
+  for (const auto& w : words)
+    if (w.size() > key.size() && w.compare(0, key.size(), key) == 0 && w[key.size()] == '=')
+      return w.substr(key.size() + 1);
+  return std::nullopt;
+}
+
+// A pipeline id: a pipeline name, or one with a "-<suffix>" the tool added; the
+// same characters, a little longer.
+bool is_pipeline_id(std::string_view id) {
+  if (id.empty() || id.size() > kMaxPipelineIdBytes) return false;
+  return is_pipeline_name(id.substr(0, std::min(id.size(), kMaxPipelineNameBytes))) &&
+         std::all_of(id.begin(), id.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_'; });
+}
+
+}  // namespace
+
+std::optional<PipelineMembership> pipeline_membership_of(const std::vector<std::string>& words, std::string* error) {
+  auto fail = [&](const std::string& why) -> std::optional<PipelineMembership> {
+    if (error) *error = why;
+    return std::nullopt;
+  };
+  const auto id = word_value(words, pipeline_key::pipeline);
+  const auto stage = word_value(words, pipeline_key::stage);
+  const auto attempt = word_value(words, pipeline_key::attempt);
+  const auto after = word_value(words, pipeline_key::after);
+  if (!id && !stage && !attempt && !after) return std::nullopt;
+  if (!id || !stage) return fail("pipeline= and stage= go together");
+  PipelineMembership m;
+  if (!is_pipeline_id(*id)) return fail("pipeline=" + shown(*id) + " is not a pipeline id");
+  if (!is_pipeline_name(*stage)) return fail("stage=" + shown(*stage) + " is not a stage name");
+  m.id = *id;
+  m.stage = *stage;
+  if (attempt) {
+    const auto parts = split(*attempt, '/');
+    const auto n = parts.size() == 2 ? parse_uint(parts[0]) : std::nullopt;
+    const auto of = parts.size() == 2 ? parse_uint(parts[1]) : std::nullopt;
+    if (!n || !of || *n < 1 || *n > *of || *of > kMaxStageRetries + 1)
+      return fail("attempt=" + shown(*attempt) + " is not N/M with 1 <= N <= M <= " +
+                  std::to_string(kMaxStageRetries + 1));
+    m.attempt = static_cast<uint32_t>(*n);
+    m.attempts = static_cast<uint32_t>(*of);
+  }
+  if (after) {
+    const auto items = split(*after, ',');
+    if (items.size() > kMaxPipelineStages) return fail("after= lists more than " + std::to_string(kMaxPipelineStages) + " stages");
+    for (const auto& item : items) {
+      const size_t colon = item.find(':');
+      AfterEdge e;
+      e.stage = item.substr(0, colon);
+      const auto kind = colon == std::string::npos ? std::optional<AfterKind>(AfterKind::ok)
+                                                   : parse_after_kind(item.substr(colon + 1));
+      if (!is_pipeline_name(e.stage) || !kind) return fail("after=" + shown(*after) + " is not stage:ok|any|notok,...");
+      e.kind = *kind;
+      m.after.push_back(e);
+    }
+  }
+  return m;
+}
+
+std::string pipeline_words(const PipelineMembership& m) {
+  std::string s = std::string(pipeline_key::pipeline) + "=" + m.id + " " + std::string(pipeline_key::stage) + "=" +
+                  m.stage + " " + std::string(pipeline_key::attempt) + "=" + std::to_string(m.attempt) + "/" +
+                  std::to_string(m.attempts);
+  if (!m.after.empty()) {
+    std::vector<std::string> items;
+    for (const auto& e : m.after) items.push_back(e.stage + ":" + to_string(e.kind));
+    s += " " + std::string(pipeline_key::after) + "=" + join(items, ",");
+  }
+  return s;
 }
 
 namespace {
@@ -36,6 +142,7 @@ void read_typed_fields(JobRecord& r) {
   if (auto v = r.get(mark_key::record_version))
     if (auto n = parse_uint(*v); n && *n > 0) r.version = clamped_u32(*n);
   r.directives = directives_from_stored_words(r.words);
+  r.pipeline = pipeline_membership_of(r.words);
 
   r.marks.borrowing = r.get(mark_key::borrowing);
   if (auto v = r.get(mark_key::attained_gpu_seconds))
@@ -113,6 +220,8 @@ std::vector<std::string> JobRecord::unknown_keys() const {
     if (key.empty()) continue;
     if (std::find(directive.begin(), directive.end(), key) != directive.end()) continue;
     if (std::find(marks.begin(), marks.end(), key) != marks.end()) continue;
+    const auto& pipeline = pipeline_keys();
+    if (std::find(pipeline.begin(), pipeline.end(), key) != pipeline.end()) continue;
     out.emplace_back(key);
   }
   return out;

@@ -46,6 +46,49 @@ inline constexpr std::string_view record_version = "record";
 // Every mark key, in the order above (record_version included).
 const std::vector<std::string_view>& mark_keys();
 
+// A pipeline stage's membership, written once at submission: `mlsched pipeline
+// submit` passes these words in --comment ("mlsched: pipeline=... stage=..."),
+// job_submit/mlsched checks them (check_pipeline_words) and stores them here, where
+// users cannot change them. `pipeline status`, `why` and priority/mlsched read them.
+namespace pipeline_key {
+inline constexpr std::string_view pipeline = "pipeline";  // the pipeline's id ("nightly-3f9a2c")
+inline constexpr std::string_view stage = "stage";        // the stage's name in the pipeline file
+inline constexpr std::string_view attempt = "attempt";    // "2/3": attempt 2 of 3 (retries=2)
+inline constexpr std::string_view after = "after";        // "data-prep:ok,check:any"; absent: none
+}  // namespace pipeline_key
+const std::vector<std::string_view>& pipeline_keys();
+
+// How a stage waits for another (the pipeline file's `after` entries).
+enum class AfterKind { ok, any, notok };
+std::string to_string(AfterKind kind);
+std::optional<AfterKind> parse_after_kind(std::string_view text);
+struct AfterEdge {
+  std::string stage;
+  AfterKind kind = AfterKind::ok;
+};
+
+// Bounds on what one pipeline may hold (checked at submission and in the file).
+inline constexpr size_t kMaxPipelineStages = 64;
+inline constexpr size_t kMaxPipelineNameBytes = 32;  // pipeline and stage names alike
+inline constexpr size_t kMaxPipelineIdBytes = kMaxPipelineNameBytes + 8;
+inline constexpr uint32_t kMaxStageRetries = 5;
+
+// Letters, digits, '-' and '_', starting with a letter or digit, at most
+// kMaxPipelineNameBytes: safe in a job name, a record word and a terminal.
+bool is_pipeline_name(std::string_view name);
+
+struct PipelineMembership {
+  std::string id, stage;
+  uint32_t attempt = 1, attempts = 1;  // 1-based
+  std::vector<AfterEdge> after;
+};
+// The membership of a record's words; nullopt when it has none. `error` (when
+// given) is set to what is wrong with words that are there but do not read.
+std::optional<PipelineMembership> pipeline_membership_of(const std::vector<std::string>& words,
+                                                         std::string* error = nullptr);
+// The words to store ("pipeline=... stage=... attempt=1/3 after=..."), in key order.
+std::string pipeline_words(const PipelineMembership& m);
+
 // Version of the record this code writes. Version 1 is the format every mlsched
 // release so far has written, and it is written *without* a `record=` token: a
 // record without one is version 1, so the text users see in `scontrol show job`
@@ -80,6 +123,7 @@ struct JobRecord {
   std::optional<JobDirectives> directives;    // nullopt: none, or not readable
   JobMarks marks;
   PreemptionHistory preemptions;
+  std::optional<PipelineMembership> pipeline;  // a pipeline stage's (nullopt: none)
 
   // The text itself: mlsched's words ("key=value", in order) and what is around
   // them (an admin's note before "mlsched:" or after the ';' that ends its part).

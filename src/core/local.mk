@@ -23,3 +23,12 @@ src_core_libmlsched_core_la_SOURCES = \
 	src/core/node_failures.h src/core/node_failures.cc
 src_core_libmlsched_core_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
 
+
+# Pipelines (core/pipeline): Slurm-free, but it reads the pipeline file with json-c,
+# so it is a library of its own that only the tool and the unit tests link; the
+# plugins link libmlsched_core.la alone.
+noinst_LTLIBRARIES += src/core/libmlsched_pipeline.la
+src_core_libmlsched_pipeline_la_SOURCES = src/core/pipeline.h src/core/pipeline.cc
+src_core_libmlsched_pipeline_la_CPPFLAGS = $(AM_CPPFLAGS) $(JSON_C_CFLAGS)
+src_core_libmlsched_pipeline_la_CXXFLAGS = $(AM_CXXFLAGS) -fvisibility=hidden
+src_core_libmlsched_pipeline_la_LIBADD = $(JSON_C_LIBS)

@@ -255,4 +255,48 @@ double seconds_to_reach_top(const Config& c, uint32_t gpus, uint32_t cluster_gpu
   return bounded_priority_ceiling(c) / per_second;
 }
 
+std::map<uint32_t, int64_t> pipeline_age_starts(const std::vector<StageQueueFacts>& jobs, uint32_t max_age,
+                                                int64_t now) {
+  // Queue wait each stage of each pipeline accrued in the attempts that ran.
+  // Keyed by (user, pipeline id) and stage: the membership words are the user's own
+  // (`--comment`), so another user's job naming this pipeline's id never counts.
+  using Key = std::pair<std::string, std::string>;
+  auto pipeline_of = [](const StageQueueFacts& j) { return std::to_string(j.user_id) + "/" + j.membership.id; };
+  std::map<Key, int64_t> waited;
+  std::map<Key, std::vector<AfterEdge>> after;
+  for (const auto& j : jobs) {
+    const Key key = std::make_pair(pipeline_of(j), j.membership.stage);
+    after[key] = j.membership.after;
+    if (!j.pending && j.start > 0 && j.eligible > 0 && j.start >= j.eligible) waited[key] += j.start - j.eligible;
+  }
+  // Longest upstream chain of waits; memoized, and bounded by the pipeline's size
+  // (a cycle, which `mlsched pipeline submit` never makes, stops at the bound).
+  std::map<Key, int64_t> inherited;
+  std::function<int64_t(const Key&, size_t)> chain = [&](const Key& key, size_t depth) -> int64_t {
+    if (depth > kMaxPipelineStages) return 0;
+    if (auto it = inherited.find(key); it != inherited.end()) return it->second;
+    int64_t best = 0;
+    auto a = after.find(key);
+    if (a != after.end())
+      for (const auto& e : a->second) {
+        const auto up = std::make_pair(key.first, e.stage);
+        const auto w = waited.find(up);
+        best = std::max(best, (w == waited.end() ? 0 : w->second) + chain(up, depth + 1));
+      }
+    inherited[key] = best;
+    return best;
+  };
+  std::map<uint32_t, int64_t> out;
+  for (const auto& j : jobs) {
+    if (!j.pending) continue;
+    if (j.eligible <= 0) {
+      out[j.job_id] = now;  // still waits for its upstream stages: no age yet
+      continue;
+    }
+    const int64_t carried = std::min<int64_t>(chain({pipeline_of(j), j.membership.stage}, 0), max_age);
+    out[j.job_id] = j.eligible - carried;
+  }
+  return out;
+}
+
 }  // namespace mlsched

@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/fairshare.h"
+#include "core/job_record.h"
 #include "core/types.h"
 
 namespace mlsched {
@@ -156,5 +157,25 @@ double bounded_priority_ceiling(const Config& config);
 // job, in the worst case (its own bounded terms 0, the newcomer's at the ceiling).
 // A competitor that has itself waited w with g' GPUs adds w x g'/gpus (README).
 double seconds_to_reach_top(const Config& config, uint32_t gpus, uint32_t cluster_gpus);
+
+// ==== pipeline-aware age ============================================================
+// A pipeline stage is submitted with its pipeline, long before it can run. Its age
+// counts from when its dependencies cleared (Slurm's eligible time), plus the queue
+// waits (start - eligible) of the stages it waits for, along their longest chain,
+// at most PriorityMaxAge: a downstream stage does not start at the back of the queue,
+// and time stages spent running earns nothing. One job of a pipeline, as the
+// plugin reads it from the job table.
+struct StageQueueFacts {
+  uint32_t job_id = 0;
+  uint32_t user_id = 0;  // only a user's own stages count: anyone can name a pipeline id
+  PipelineMembership membership;
+  bool pending = false;
+  int64_t eligible = 0;  // Slurm's begin time: when it could first start (0: not yet)
+  int64_t start = 0;     // when it was given nodes (0: never)
+};
+// The time each pending stage's age counts from (PricedJob::submit_time); `now` for
+// one whose dependencies have not cleared. Jobs of no pipeline are not in the map.
+std::map<uint32_t, int64_t> pipeline_age_starts(const std::vector<StageQueueFacts>& jobs, uint32_t max_age,
+                                                int64_t now);
 
 }  // namespace mlsched

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "core/checkpoint.h"
+#include "core/job_record.h"
 #include "core/text.h"
 #include "core/tres.h"
 
@@ -296,14 +297,25 @@ void apply_requeue(const JobDirectives& d, const JobRequest& req, SubmitPlan& pl
 SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster) {
   SubmitPlan plan;
   const RawDirectives raw = read_directives(req.script, req.comment, req.het_component);
+  // A pipeline stage's membership words, checked and stored whether or not the job
+  // has directives.
+  std::string membership;
+  if (!raw.pipeline.empty()) {
+    std::vector<std::string> words;
+    for (const auto& [key, given] : raw.pipeline) words.push_back(key + "=" + given.value);
+    std::string why;
+    if (auto m = pipeline_membership_of(words, &why)) membership = pipeline_words(*m);
+    else plan.errors.push_back("--comment: " + why + " (these words are written by `mlsched pipeline submit`)");
+  }
   if (!raw.any()) {
     plan.notes = raw.notes;  // ignored #MLSCHED lines are still worth a word
     plan.notes_dropped = raw.notes_dropped;
+    if (!membership.empty()) plan.stored = std::string(kStoredPrefix) + " " + membership;
     return plan;
   }
   plan.has_directives = true;
   ResolvedDirectives resolved = resolve_directives(raw, config);
-  plan.errors = resolved.errors;
+  plan.errors.insert(plan.errors.end(), resolved.errors.begin(), resolved.errors.end());
   plan.notes = resolved.notes;
   plan.errors_dropped = resolved.errors_dropped;
   plan.notes_dropped = resolved.notes_dropped;
@@ -327,7 +339,7 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
   apply_requeue(d, req, plan);
 
   plan.directives = d;
-  plan.stored = std::string(kStoredPrefix) + " " + d.to_string();
+  plan.stored = std::string(kStoredPrefix) + " " + d.to_string() + (membership.empty() ? "" : " " + membership);
   return plan;
 }
 

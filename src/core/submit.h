@@ -80,7 +80,7 @@ struct SubmitPlan {
   std::optional<uint32_t> warn_time;
   bool warn_batch_only = false;  // deliver the signal to the batch shell (--signal=B:...)
   std::optional<bool> requeue;
-  std::string stored;            // canonical directives for the job's admin comment
+  std::string stored;            // canonical directives (and pipeline membership) for the admin comment; "": none
 
   bool accepted() const { return errors.empty(); }
   // What sbatch shows (and slurmctld's log): the problems (or notes), one per line,

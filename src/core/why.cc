@@ -694,6 +694,11 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   rep.need = job.request.total_gpus() ? need_text(job.request, job.request.gpu_types) : "no GPUs";
   explain_team(job, snap, present, rep);
   const bool fits_now = explain_resources(job, snap, present, missing, upstream_end, rep);
+  // Fits now but waits for a running upstream job: it can start when that one ends.
+  if (fits_now && !rep.model_eta && upstream_end > snap.now) {
+    rep.model_eta = upstream_end;
+    rep.eta_is_upstream_end = true;
+  }
   explain_rank(job, snap, present, rep);
   explain_slurm_reason(job, fits_now, rep);
   order_findings(rep);
@@ -833,7 +838,8 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
     eta += "Slurm has no estimate yet";
   if (rep.model_eta)
     eta += "; mlsched's model: by " + clock(rep.model_eta) + " (in " + format_duration(rep.model_eta - now) +
-           "), when the jobs in its way reach their time limits";
+           (rep.eta_is_upstream_end ? "), when the jobs it waits for reach their time limits (its GPUs are free now)"
+                                    : "), when the jobs in its way reach their time limits");
   line(eta);
   std::string prio = "priority: " + std::to_string(job.priority) + ", rank " + std::to_string(rep.rank) + " of " +
                      std::to_string(rep.competing) + " pending jobs for the same GPU types";

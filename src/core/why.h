@@ -220,6 +220,9 @@ struct WhyReport {
   std::string blocked_place;              // unit where the job would go first
   std::vector<Blocker> blockers;          // running jobs to end before it fits there
   time_t model_eta = 0;                   // when those jobs' time limits run out
+  // model_eta is only when the upstream jobs it waits for reach their time limits:
+  // it fits the free GPUs now (a pipeline stage behind a running stage).
+  bool eta_is_upstream_end = false;
   int rank = 0, competing = 0;            // rank among pending jobs for the same GPUs
   std::vector<PendingJob> ahead;          // up to 5 of them, highest priority first
   TeamReport team;

@@ -8,7 +8,8 @@ tests_unit_test_core_SOURCES = \
 	tests/unit/test_priority.cc \
 	tests/unit/test_preempt.cc tests/unit/test_checkpoint.cc \
 	tests/unit/test_topo.cc tests/unit/test_why.cc tests/unit/test_ops.cc tests/unit/test_lifecycle.cc tests/unit/test_node_failures.cc \
+	tests/unit/test_pipeline.cc \
 	tests/unit/test_periodic_worker.cc src/plugins/common/periodic_worker.cc
 tests_unit_test_core_CXXFLAGS = $(AM_CXXFLAGS) $(CHECK_CFLAGS)
-tests_unit_test_core_LDADD = src/core/libmlsched_core.la $(CHECK_LIBS) -lpthread
+tests_unit_test_core_LDADD = src/core/libmlsched_pipeline.la src/core/libmlsched_core.la $(CHECK_LIBS) -lpthread
 

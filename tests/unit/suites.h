@@ -23,6 +23,7 @@ Suite* checkpoint_suite();
 Suite* periodic_worker_suite();
 Suite* lifecycle_suite();
 Suite* node_failures_suite();
+Suite* pipeline_suite();
 
 // True when `haystack` contains `needle`; messages are asserted by content.
 inline bool contains(const std::string& haystack, const std::string& needle) {

@@ -22,6 +22,7 @@ int main() {
   srunner_add_suite(runner, periodic_worker_suite());
   srunner_add_suite(runner, lifecycle_suite());
   srunner_add_suite(runner, node_failures_suite());
+  srunner_add_suite(runner, pipeline_suite());
   srunner_run_all(runner, CK_NORMAL);
   const int failed = srunner_ntests_failed(runner);
   srunner_free(runner);

@@ -741,10 +741,50 @@ START_TEST(attained_service_config_keys) {
 }
 END_TEST
 
+// A downstream stage's age: its own wait since its dependencies cleared plus the
+// queue waits of the stages it waits for (longest chain), not the time they ran,
+// at most PriorityMaxAge; a stage still waiting for others has none.
+START_TEST(pipeline_stage_inherits_queue_wait_not_run_time) {
+  auto stage = [](uint32_t id, const std::string& name, std::vector<AfterEdge> after, bool pending, int64_t eligible,
+                  int64_t start) {
+    StageQueueFacts f;
+    f.job_id = id;
+    f.membership.id = "nightly-1";
+    f.membership.stage = name;
+    f.membership.after = std::move(after);
+    f.pending = pending;
+    f.eligible = eligible;
+    f.start = start;
+    return f;
+  };
+  std::vector<StageQueueFacts> jobs = {
+      stage(1, "data", {}, false, 1000, 1100),                              // waited 100 s, then ran
+      stage(2, "check", {}, false, 1000, 1010),                             // waited 10 s
+      stage(3, "train", {{"data", AfterKind::ok}, {"check", AfterKind::ok}}, false, 1600, 1640),  // waited 40 s
+      stage(4, "eval", {{"train", AfterKind::ok}}, true, 5000, 0),          // eligible at 5000
+      stage(5, "report", {{"eval", AfterKind::ok}}, true, 0, 0),            // still dependent
+  };
+  auto starts = pipeline_age_starts(jobs, 86400, 6000);
+  ck_assert_uint_eq(starts.size(), 2);
+  ck_assert_int_eq(starts[4], 5000 - 140);  // 100 (data, the longer branch) + 40 (train); run time not counted
+  ck_assert_int_eq(starts[5], 6000);        // no age while it waits for eval
+  // Bounded by PriorityMaxAge.
+  ck_assert_int_eq(pipeline_age_starts(jobs, 120, 6000)[4], 5000 - 120);
+  // Another user's job that names this pipeline's id does not count.
+  jobs[0].user_id = 1002;
+  ck_assert_int_eq(pipeline_age_starts(jobs, 86400, 6000)[4], 5000 - 50);
+  jobs[0].user_id = 0;
+  // Nor do another pipeline's stages of the same name.
+  jobs[0].membership.id = "other-2";
+  ck_assert_int_eq(pipeline_age_starts(jobs, 86400, 6000)[4], 5000 - 50);
+}
+END_TEST
+
 Suite* priority_suite() {
   Suite* s = suite_create("priority");
   TCase* usage = tcase_create("usage");
   tcase_add_test(usage, tres_strings_give_gpus_by_type);
+  tcase_add_test(usage, pipeline_stage_inherits_queue_wait_not_run_time);
   tcase_add_test(usage, usage_is_weighted_by_gpu_type);
   tcase_add_test(usage, usage_halves_after_one_half_life);
   tcase_add_test(usage, zero_half_life_never_decays);

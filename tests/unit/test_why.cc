@@ -208,6 +208,30 @@ START_TEST(held_dependency_and_missing_type) {
 }
 END_TEST
 
+// A job that fits the free GPUs now but waits for a running upstream job (a pipeline
+// stage): its ETA is when that job reaches its time limit, and why says so.
+START_TEST(dependency_on_running_job_gives_the_eta) {
+  Cluster c = fixture_cluster();
+  Snapshot snap{&c, idle(c), {}, {}, 1000, {}};
+  JobFacts job = pending_job(1, 2, {"h100"}, Locality::any, LocalityMode::prefer);
+  job.slurm_reason = "Dependency";
+  UpstreamJob up;
+  up.ref = {"afterok", 812, "unfulfilled"};
+  up.found = true;
+  up.name = "nightly/data-prep";
+  up.state = "RUNNING";
+  up.expected_end = 1000 + 1200;
+  job.upstream.push_back(up);
+  const WhyReport r = explain(job, snap);
+  ck_assert_int_eq(r.model_eta, 2200);
+  ck_assert(r.eta_is_upstream_end);
+  ck_assert_contains(format_why(job, r, 1000), "(in 20 min), when the jobs it waits for reach their time limits");
+  // Without a time limit upstream there is no such ETA.
+  job.upstream[0].expected_end = 0;
+  ck_assert_int_eq(explain(job, snap).model_eta, 0);
+}
+END_TEST
+
 START_TEST(down_nodes_and_slurm_limits) {
   Cluster c = fixture_cluster();
   ClusterState s = idle(c);
@@ -401,6 +425,7 @@ Suite* why_suite() {
   tcase_add_test(tc, fragmented_free_gpus);
   tcase_add_test(tc, busy_type_gets_other_type_counterfactual_and_blockers);
   tcase_add_test(tc, held_dependency_and_missing_type);
+  tcase_add_test(tc, dependency_on_running_job_gives_the_eta);
   tcase_add_test(tc, down_nodes_and_slurm_limits);
   tcase_add_test(tc, quota_and_fair_share_behind_another_team);
   tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);

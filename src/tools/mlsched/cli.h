@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <stdexcept>
 #include <string>
@@ -90,6 +91,13 @@ std::string accounting_gpu_tres_id(void* db);
 // history_cmd.cc: a job of slurmctld's table as core/lifecycle reads it.
 SlurmJobView job_view(const slurm_job_info_t& j);
 
+// why_cmd.cc: the why model's start ETA of each of `jobs` (pending ones; 0 when it
+// has none), computed on one snapshot of the cluster and every job in `all`.
+std::map<uint32_t, time_t> model_etas(const job_info_msg_t* all, const std::vector<const slurm_job_info_t*>& jobs,
+                                      std::vector<std::string>& notes);
+// pipeline_cmd.cc: what `why` adds for a pipeline stage ("" when the job is none).
+std::string pipeline_note(const slurm_job_info_t& j, const job_info_msg_t* all, time_t now);
+
 int cmd_metrics(Args& args);
 int cmd_top(Args& args);
 int cmd_topo(Args& args);
@@ -98,5 +106,6 @@ int cmd_history(Args& args);  // history_cmd.cc
 int cmd_jobs(Args& args);     // history_cmd.cc
 int cmd_run(Args& args);   // run_cmd.cc
 int cmd_ckpt(Args& args);  // run_cmd.cc
+int cmd_pipeline(Args& args);  // pipeline_cmd.cc
 
 }  // namespace mlsched::tool

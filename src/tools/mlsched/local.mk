@@ -5,9 +5,10 @@ src_tools_mlsched_mlsched_SOURCES = \
 	src/tools/mlsched/topo_cmd.cc src/tools/mlsched/topo_discover.h src/tools/mlsched/topo_discover.cc \
 	src/tools/mlsched/why_cmd.cc src/tools/mlsched/history_cmd.cc \
 	src/tools/mlsched/run_cmd.cc \
-	src/tools/mlsched/ops_cmd.cc
+	src/tools/mlsched/ops_cmd.cc \
+	src/tools/mlsched/pipeline_cmd.cc
 src_tools_mlsched_mlsched_CPPFLAGS = $(AM_CPPFLAGS) $(RELEASE_CPPFLAGS) $(SLURM_CPPFLAGS) $(JSON_C_CFLAGS) $(HWLOC_CFLAGS)
-src_tools_mlsched_mlsched_LDADD = src/tools/mlsched/libmlsched_shares.la src/core/libmlsched_core.la \
+src_tools_mlsched_mlsched_LDADD = src/tools/mlsched/libmlsched_shares.la src/core/libmlsched_pipeline.la src/core/libmlsched_core.la \
 	$(SLURM_TOOL_LIBS) $(JSON_C_LIBS) $(HWLOC_LIBS)
 # shares.cc alone needs Slurm's internal headers (see there): it is built apart so
 # that no other tool source can reach them.

@@ -27,8 +27,12 @@ const char* const kHelp =
     "  run -- CMD    inside a batch job: runs the training, passes on the checkpoint\n"
     "                signal, tells it the checkpoint to resume from\n"
     "  ckpt done P   marks checkpoint P complete (from a process under `mlsched run`)\n"
+    "  pipeline submit FILE | status ID | cancel ID\n"
+    "                a DAG of batch jobs (a JSON file) with Slurm dependencies and\n"
+    "                retries; its stages' states, times and ETAs; cancel it\n"
     "\n"
-    "Every command takes --help; why, history, jobs, topo and top also take --json.\n"
+    "Every command takes --help; why, history, jobs, topo, top and pipeline status\n"
+    "also take --json.\n"
     "mlsched --version prints the version.\n";
 
 }  // namespace
@@ -120,6 +124,7 @@ int main(int argc, char** argv) {
     if (command == "jobs") return cmd_jobs(args);
     if (command == "run") return cmd_run(args);
     if (command == "ckpt") return cmd_ckpt(args);
+    if (command == "pipeline") return cmd_pipeline(args);
     fprintf(stderr, "mlsched: unknown command '%s'\n\n%s", command.c_str(), kHelp);
     return 2;
   } catch (const UsageError& e) {

@@ -589,6 +589,9 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
       rj.expected_end = o.time_limit == INFINITE ? 0 : o.end_time;
       snap.running.push_back(rj);
     } else if (base == JOB_PENDING) {
+      // A job that waits for another job (a later pipeline stage) or can never run
+      // does not compete for GPUs now.
+      if (o.state_reason == WAIT_DEPENDENCY || o.state_reason == WAIT_DEP_INVALID) continue;
       PendingJob pj;
       pj.job_id = o.job_id;
       pj.name = str(o.name);
@@ -605,6 +608,24 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
 }
 
 }  // namespace
+
+// The why model's start ETA of each pending job (0: unknown), on one snapshot:
+// what `pipeline status` shows beside its stages.
+std::map<uint32_t, time_t> model_etas(const job_info_msg_t* all, const std::vector<const slurm_job_info_t*>& jobs,
+                                      std::vector<std::string>& notes) {
+  std::map<uint32_t, time_t> out;
+  if (jobs.empty()) return out;
+  const time_t now = time(nullptr);
+  Cluster cluster;
+  Snapshot snap;
+  load_cluster(cluster, snap.state, notes, nullptr);
+  snap.cluster = &cluster;
+  snap.now = now;
+  add_other_jobs(snap, all);
+  load_teams(snap, cluster, all, notes);
+  for (const auto* j : jobs) out[j->job_id] = explain(facts_of(*j, now), snap).model_eta;
+  return out;
+}
 
 int cmd_why(Args& args) {
   if (args.flag("--help") || args.flag("-h")) {
@@ -647,10 +668,15 @@ int cmd_why(Args& args) {
   load_teams(snap, cluster, all.msg, notes);
 
   const WhyReport report = explain(job, snap);
+  // A pipeline stage: what comes after it and what happens to that.
+  const std::string pipeline = pipeline_note(j, all.msg, now);
   if (json) {
-    print_json(report_json(job, report, notes));
+    json_object* root = report_json(job, report, notes);
+    json_object_object_add(root, "pipeline", pipeline.empty() ? nullptr : jstr(pipeline));
+    print_json(root);
   } else {
     fputs(format_why(job, report, now).c_str(), stdout);
+    if (!pipeline.empty()) printf("\n%s\n", pipeline.c_str());
     for (const auto& n : notes) printf("note: %s\n", n.c_str());
   }
   return 0;

@@ -128,7 +128,8 @@ MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, cha
       tell_user(err_msg, msg);
       return SLURM_ERROR;
     }
-    if (plan.has_directives) apply(plan, job_desc);
+    // A pipeline stage without directives still gets its membership stored.
+    if (plan.has_directives || !plan.stored.empty()) apply(plan, job_desc);
     tell_user(err_msg, msg);
     return SLURM_SUCCESS;
   } catch (const std::exception& e) {

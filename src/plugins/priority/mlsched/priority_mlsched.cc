@@ -92,6 +92,10 @@ void note_job_table_seen() {
 // The pass thread.
 mlsched::plugin::PeriodicWorker g_worker;
 
+// Pipeline stages' age starts (core pipeline_age_starts) from the last pass, by job
+// id, for priority_p_set() between passes. Under g_mutex.
+std::map<uint32_t, int64_t> g_pipeline_age_start;
+
 // Set when the saved usage was missing or unusable: the first pass then rebuilds
 // what the job table still tells (see rebuild_from_job_table). Under g_mutex.
 bool g_rebuild_usage = false;
@@ -332,13 +336,32 @@ struct PassJobs {
   // job table seen, so the mark pass would not look at them again until the next
   // change, and a held requeued victim would keep `borrowing=yes` while it waits.
   std::vector<job_record_t*> unmark;
+  std::map<uint32_t, int64_t> pipeline_age_start;  // pipeline stages' age starts, by job id
 };
+
+// A job of a pipeline (its membership in mlsched's record), for its stages' age.
+void note_stage(const job_record_t* job_ptr, std::vector<mlsched::StageQueueFacts>& stages) {
+  if (!job_ptr->admin_comment) return;
+  const auto record = mlsched::plugin::job_record_of(job_ptr);
+  if (!record->pipeline) return;
+  mlsched::StageQueueFacts f;
+  f.job_id = job_ptr->job_id;
+  f.user_id = job_ptr->user_id;
+  f.membership = *record->pipeline;
+  f.pending = IS_JOB_PENDING(job_ptr);
+  if (job_ptr->details) f.eligible = job_ptr->details->begin_time;
+  // Given nodes: it ran (Slurm also sets a start time on a pending job it cancels).
+  if (!f.pending && job_ptr->nodes && *job_ptr->nodes) f.start = job_ptr->start_time;
+  stages.push_back(std::move(f));
+}
 
 PassJobs gather_jobs(const mlsched::Config& config, const mlsched::GpuWeights& weights, mlsched::PassInput& in) {
   PassJobs jobs;
+  std::vector<mlsched::StageQueueFacts> stages;
   if (job_list) {
     ListIterator it = list_iterator_create(job_list);
     while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
+      note_stage(job_ptr, stages);
       if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) {
         // A suspended job holds its GPUs but runs nothing: charged only while running.
         if (IS_JOB_RUNNING(job_ptr)) {
@@ -355,6 +378,11 @@ PassJobs gather_jobs(const mlsched::Config& config, const mlsched::GpuWeights& w
     }
     list_iterator_destroy(it);
   }
+  // Pipeline stages: their age counts from when they became eligible, plus what
+  // their upstream stages waited in the queue (core/priority pipeline_age_starts).
+  jobs.pipeline_age_start = mlsched::pipeline_age_starts(stages, config.priority_max_age, time(nullptr));
+  for (auto& p : in.pending)
+    if (auto it = jobs.pipeline_age_start.find(p.job_id); it != jobs.pipeline_age_start.end()) p.submit_time = it->second;
   return jobs;
 }
 
@@ -423,6 +451,7 @@ std::string run_pass(const mlsched::Config& config) {
     publish_standing(result);
     const bool marks_changed = mark_borrowing(jobs.running, result.running_borrowing, jobs.unmark);
     g_standing = result.standing;
+    g_pipeline_age_start = jobs.pipeline_age_start;
     g_in_use = result.in_use;
     g_cluster_gpus = in.cluster_gpus_by_type;
     if (!jobs.pending.empty() || marks_changed) last_job_update = now;
@@ -603,9 +632,10 @@ MLSCHED_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr
     if (!config) return 1;
     assoc_mgr_lock_t qos_read = {READ_LOCK, NO_LOCK, READ_LOCK, NO_LOCK, NO_LOCK, NO_LOCK, NO_LOCK};
     assoc_mgr_lock(&qos_read);
-    const mlsched::PricedJob job = pending_job(job_ptr, *config);
+    mlsched::PricedJob job = pending_job(job_ptr, *config);
     assoc_mgr_unlock(&qos_read);
     std::lock_guard<std::mutex> guard(g_mutex);
+    if (auto it = g_pipeline_age_start.find(job.job_id); it != g_pipeline_age_start.end()) job.submit_time = it->second;
     uint32_t cluster_gpus = 0;
     for (const auto& [type, count] : g_cluster_gpus) cluster_gpus += count;
     const mlsched::Quotas quotas(*config, g_standing, g_cluster_gpus);
