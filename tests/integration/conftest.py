@@ -82,6 +82,12 @@ class Cluster:
         m = re.search(r"(?:^|\s)" + re.escape(field) + r"=(.*?)(?=\s+[A-Z][\w:/]*=|\s*$)", text, re.M)
         return m.group(1).strip() if m else None
 
+    def alloc_tres(self, job_id):
+        """What a running job was allocated, as `scontrol show job` prints it: `TRES=` in
+        22.05, `AllocTRES=` from 23.02 on (beside `ReqTRES=`)."""
+        value = self.job_field(job_id, "AllocTRES")
+        return value if value is not None else self.job_field(job_id, "TRES")
+
     def squeue_names(self, user):
         res = self.run(["squeue", "-h", "-u", user, "-o", "%j"])
         assert res.rc == 0, res

@@ -354,7 +354,7 @@ def test_metrics_parse_and_match_scontrol(cluster, jobs):
     # The team's GPUs are what its running jobs were allocated, as scontrol shows them.
     running = cluster.run(["squeue", "-h", "-t", "R", "-A", "nlp", "-o", "%i"]).out.split()
     expected = sum(int(m) for j in running
-                   for m in re.findall(r"gres/gpu:a100=(\d+)", cluster.job_field(j, "TRES") or ""))
+                   for m in re.findall(r"gres/gpu:a100=(\d+)", cluster.alloc_tres(j) or ""))
     assert expected >= 2
     assert value(fams, "mlsched_team_gpus_in_use", team="nlp", gpu_type="a100") == expected
 
