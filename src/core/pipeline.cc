@@ -384,6 +384,22 @@ std::string edge_broken(const AfterEdge& e) {
   return e.stage;
 }
 
+// The `after` edges of `s` that can no longer be met, as edge_broken names them: an
+// `ok` edge whose stage failed, was cancelled or skipped, a `notok` edge whose stage
+// completed, an `any` edge whose stage never ran.
+std::vector<std::string> broken_edges(const StageStatus& s, const std::map<std::string, const StageStatus*>& by_name) {
+  std::vector<std::string> why;
+  for (const auto& e : s.after) {
+    auto it = by_name.find(e.stage);
+    if (it == by_name.end()) continue;
+    const std::string& st = it->second->state;
+    if ((e.kind == AfterKind::ok && (st == "failed" || st == "cancelled" || st == "skipped")) ||
+        (e.kind == AfterKind::notok && st == "completed") || (e.kind == AfterKind::any && st == "skipped"))
+      why.push_back(edge_broken(e));
+  }
+  return why;
+}
+
 void explain_stage(StageStatus& s, const std::map<std::string, const StageStatus*>& by_name, time_t now) {
   const auto& a = s.attempts;
   const size_t n = a.size();
@@ -430,15 +446,7 @@ void explain_stage(StageStatus& s, const std::map<std::string, const StageStatus
     s.current = pending;
     if (pending->reason == "DependencyNeverSatisfied") {
       s.state = "skipped";
-      std::vector<std::string> why;
-      for (const auto& e : s.after) {
-        auto it = by_name.find(e.stage);
-        if (it == by_name.end()) continue;
-        const std::string& st = it->second->state;
-        if ((e.kind == AfterKind::ok && st != "completed" && (st == "failed" || st == "cancelled" || st == "skipped")) ||
-            (e.kind == AfterKind::notok && st == "completed"))
-          why.push_back(edge_broken(e));
-      }
+      const std::vector<std::string> why = broken_edges(s, by_name);
       s.detail = "will never run: " + (why.empty() ? std::string("its dependency cannot be satisfied") : join(why, ", ")) +
                  "; Slurm cancels it (--kill-on-invalid-dep)";
     } else if (pending->reason == "Dependency") {
@@ -470,16 +478,7 @@ void explain_stage(StageStatus& s, const std::map<std::string, const StageStatus
         s.detail += "; all " + std::to_string(last->membership.attempts) + " attempts failed";
     } else if (last && never_ran(*last)) {
       s.state = "skipped";
-      std::vector<std::string> why;
-      for (const auto& e : s.after) {
-        auto it = by_name.find(e.stage);
-        if (it == by_name.end()) continue;
-        const std::string& st = it->second->state;
-        if ((e.kind == AfterKind::ok && (st == "failed" || st == "cancelled" || st == "skipped")) ||
-            (e.kind == AfterKind::notok && st == "completed") ||
-            (e.kind == AfterKind::any && st == "skipped"))
-          why.push_back(edge_broken(e));
-      }
+      const std::vector<std::string> why = broken_edges(s, by_name);
       s.detail = "cancelled by Slurm, never ran: " +
                  (why.empty() ? std::string("its dependency could not be satisfied") : join(why, ", "));
     } else {

@@ -380,16 +380,21 @@ json_object* status_json(const PipelineStatus& st) {
   return root;
 }
 
+// `pipeline status|cancel ID|JOBID`: slurmctld's job list and the pipeline id it names.
+std::string load_named_pipeline(const std::string& given, JobsMsg& all) {
+  if (given.empty()) throw UsageError("which pipeline? give its id or a stage's job id");
+  slurm_init(nullptr);
+  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS)
+    throw ToolError(slurm_error("cannot read the job list from slurmctld"));
+  return resolve_id(given, all.msg);
+}
+
 int pipeline_status_cmd(Args& args) {
   const bool json = args.flag("--json");
   const std::string given = args.positional();
   args.expect_no_more("pipeline status");
-  if (given.empty()) throw UsageError("which pipeline? give its id or a stage's job id");
-  slurm_init(nullptr);
   JobsMsg all;
-  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS)
-    throw ToolError(slurm_error("cannot read the job list from slurmctld"));
-  const std::string id = resolve_id(given, all.msg);
+  const std::string id = load_named_pipeline(given, all);
   std::vector<std::string> notes;
   const time_t now = time(nullptr);
   const PipelineStatus st = load_status(id, all.msg, true, notes, now);
@@ -408,12 +413,8 @@ int pipeline_status_cmd(Args& args) {
 int pipeline_cancel(Args& args) {
   const std::string given = args.positional();
   args.expect_no_more("pipeline cancel");
-  if (given.empty()) throw UsageError("which pipeline? give its id or a stage's job id");
-  slurm_init(nullptr);
   JobsMsg all;
-  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS)
-    throw ToolError(slurm_error("cannot read the job list from slurmctld"));
-  const std::string id = resolve_id(given, all.msg);
+  const std::string id = load_named_pipeline(given, all);
   const auto jobs = jobs_of(all.msg, id);
   if (jobs.empty()) throw ToolError("no job of pipeline " + shown(id) + " is known to slurmctld");
   std::vector<uint32_t> live;
