@@ -415,15 +415,7 @@ JobHistory build_history(const HistoryInput& in) {
 
 namespace {
 
-std::string local_time(int64_t t) {
-  if (t <= 0) return "unknown";
-  const time_t tt = static_cast<time_t>(t);
-  struct tm tmv;
-  if (!localtime_r(&tt, &tmv)) return std::to_string(t);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tmv);
-  return buf;
-}
+std::string local_time(int64_t t) { return local_clock(t); }
 
 std::string gpu_seconds_text(double v) {
   char buf[64];

@@ -5,6 +5,8 @@
 #include <json-c/json.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <set>
@@ -217,22 +219,36 @@ PipelineParse parse_pipeline(std::string_view json_text) {
     p.add("the file must hold one JSON object {\"pipeline\": ..., \"stages\": [...]}");
     return out;
   }
-  static const std::vector<std::string> keys = {"pipeline", "stages"};
+  static const std::vector<std::string> keys = {"pipeline", "stages", "schedule", "concurrency"};
   json_object_object_foreach(root, key, value) {
     (void)value;
     if (std::find(keys.begin(), keys.end(), key) != keys.end()) continue;
-    if (std::string(key) == "schedule") {
-      p.add("\"schedule\": recurring pipelines are not supported yet (README, \"Pipelines\"); submit it from your "
-            "own scrontab entry meanwhile");
-      continue;
-    }
     std::string msg = "unknown key \"" + shown(key) + "\"";
     if (auto near = closest_match(key, keys)) msg += "; did you mean \"" + *near + "\"?";
-    else msg += " (the file has pipeline and stages)";
+    else msg += " (the file has pipeline, stages, schedule and concurrency)";
     p.add(msg);
   }
   PipelineSpec spec;
   json_object* v = nullptr;
+  if (json_object_object_get_ex(root, "schedule", &v)) {
+    if (!json_object_is_type(v, json_type_string)) {
+      p.add("\"schedule\" must be a string: a cron schedule such as \"0 2 * * *\" (02:00 every day)");
+    } else {
+      spec.schedule = json_object_get_string(v);
+      if (const std::string e = cron_schedule_problem(spec.schedule); !e.empty())
+        p.add("schedule \"" + shown(spec.schedule) + "\": " + e);
+    }
+  }
+  if (json_object_object_get_ex(root, "concurrency", &v)) {
+    const std::string c = json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
+    if (c == "forbid") spec.concurrency = Concurrency::forbid;
+    else if (c == "allow") spec.concurrency = Concurrency::allow;
+    else
+      p.add("concurrency must be \"forbid\" (skip a scheduled run while the previous run is still going) or "
+            "\"allow\" (start it anyway)");
+    if (!json_object_object_get_ex(root, "schedule", nullptr))
+      p.add("concurrency is only for a pipeline with a schedule");
+  }
   if (!json_object_object_get_ex(root, "pipeline", &v) || !json_object_is_type(v, json_type_string)) {
     p.add("needs \"pipeline\": the pipeline's name, a string");
   } else {
@@ -607,6 +623,230 @@ std::string pipeline_chain_text(const PipelineStatus& status, const std::string&
   if (next.empty()) return out + ". No stage waits for it";
   return out + ". After it: " + join(next, "; ") + ". A stage whose condition " + stage +
          " can no longer meet is cancelled by Slurm (DependencyNeverSatisfied), and so are the stages after that one";
+}
+
+// ==== recurring pipelines ========================================================
+
+std::string to_string(Concurrency c) { return c == Concurrency::allow ? "allow" : "forbid"; }
+
+namespace {
+
+struct CronField {
+  const char* name;
+  int lo, hi;            // the values accepted (day of week 7 is Sunday, as 0)
+  const char* const* names;  // 3-letter names, index + name_base is the value
+  int name_base;
+};
+
+const char* const kMonthNames[] = {"jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec", nullptr};
+const char* const kDayNames[] = {"mon", "tue", "wed", "thu", "fri", "sat", "sun", nullptr};
+
+// One field: "*", a name, or digits with '-' and ',' (a list of values and ranges),
+// then an optional "/step" (2 to the field's size - 1, as scrontab's).
+std::string cron_field_problem(std::string_view text, const CronField& f) {
+  std::string_view body = text, step;
+  if (const size_t slash = text.find('/'); slash != std::string_view::npos) {
+    body = text.substr(0, slash);
+    step = text.substr(slash + 1);
+  }
+  if (body.empty()) return std::string(f.name) + " \"" + std::string(text) + "\" is empty before the /";
+  if (body == "*") {
+  } else if (std::isalpha(static_cast<unsigned char>(body[0]))) {
+    bool known = false;
+    for (int i = 0; f.names && f.names[i]; ++i) known = known || lowercase(body) == f.names[i];
+    if (!known)
+      return f.names ? std::string(f.name) + " \"" + std::string(body) + "\" is not a 3-letter " + f.name + " name"
+                     : std::string(f.name) + " \"" + std::string(body) + "\" is not a number";
+  } else {
+    for (const auto& item : split(body, ',')) {
+      const size_t dash = item.find('-');
+      const std::string a = item.substr(0, dash), b = dash == std::string::npos ? a : item.substr(dash + 1);
+      const auto x = parse_uint(a), y = parse_uint(b);
+      if (!x || !y)
+        return std::string(f.name) + " \"" + std::string(body) + "\" is not a number, a range a-b or a list of them";
+      for (uint64_t v : {*x, *y})
+        if (v < static_cast<uint64_t>(f.lo) || v > static_cast<uint64_t>(f.hi))
+          return std::string(f.name) + " " + std::to_string(v) + " is out of range (" + std::to_string(f.lo) + "-" +
+                 std::to_string(f.hi) + ")";
+      if (*x > *y) return std::string(f.name) + " range " + item + " runs backwards";
+    }
+  }
+  if (!step.empty() || text.find('/') != std::string_view::npos) {
+    const auto n = parse_uint(step);
+    const int size = f.hi + 1;
+    if (!n || *n < 2 || *n >= static_cast<uint64_t>(size))
+      return std::string(f.name) + " step \"/" + std::string(step) + "\" must be a number from 2 to " +
+             std::to_string(size - 1);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string cron_schedule_problem(std::string_view schedule) {
+  const std::string s = trim(schedule);
+  if (s.empty()) return "is empty; a cron schedule has five fields, e.g. \"0 2 * * *\" (02:00 every day)";
+  if (s.size() > 128) return "is longer than 128 characters";
+  if (s[0] == '@') {
+    static const std::vector<std::string> words = {"@hourly", "@daily", "@midnight", "@weekly", "@monthly", "@yearly",
+                                                   "@annually"};
+    if (std::find(words.begin(), words.end(), lowercase(s)) != words.end()) return "";
+    std::string msg = "is not one of " + join(words, ", ");
+    if (auto near = closest_match(lowercase(s), words)) msg += "; did you mean " + *near + "?";
+    return msg;
+  }
+  std::vector<std::string> fields;
+  for (const auto& w : split(s, ' '))
+    for (const auto& x : split(w, '\t'))
+      if (!x.empty()) fields.push_back(x);
+  if (fields.size() != 5)
+    return "has " + std::to_string(fields.size()) +
+           " fields; a cron schedule has five: minute hour day-of-month month day-of-week (e.g. \"0 2 * * *\")";
+  static const CronField kFields[] = {{"minute", 0, 59, nullptr, 0},
+                                      {"hour", 0, 23, nullptr, 0},
+                                      {"day of month", 1, 31, nullptr, 0},
+                                      {"month", 1, 12, kMonthNames, 1},
+                                      {"day of week", 0, 7, kDayNames, 1}};
+  for (size_t i = 0; i < 5; ++i)
+    if (const std::string e = cron_field_problem(fields[i], kFields[i]); !e.empty()) return e;
+  return "";
+}
+
+bool crontab_safe_path(std::string_view path) {
+  if (path.empty() || path[0] != '/' || path.size() > 1024) return false;
+  for (char c : path)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && !std::strchr("/._-+,@:", c)) return false;
+  return true;
+}
+
+std::string schedule_job_name(std::string_view name) { return std::string(name) + "/schedule"; }
+
+namespace {
+std::string block_begin(std::string_view name) { return "# mlsched pipeline " + std::string(name) + " begin"; }
+std::string block_end(std::string_view name) { return "# mlsched pipeline " + std::string(name) + " end"; }
+}  // namespace
+
+std::string schedule_block(const PipelineSpec& spec, const ScheduleEntry& e) {
+  ScheduleNote first;
+  first.concurrency = spec.concurrency;
+  std::string b = block_begin(spec.name) + " (written by `mlsched pipeline submit`; remove it with `mlsched pipeline unschedule " +
+                  spec.name + "`)\n";
+  b += "#SCRON --job-name=" + schedule_job_name(spec.name) + "\n";
+  // The cron job only submits the stages (a few sbatch calls): one CPU, minutes.
+  b += "#SCRON --ntasks=1 --cpus-per-task=1 --time=10\n";
+  b += "#SCRON --output=" + e.log + " --open-mode=append\n";
+  b += "#SCRON --comment=" + encode_schedule_note(first) + "\n";
+  std::string cmd = e.tool + " pipeline fire " + e.file;
+  std::string env;
+  if (!e.path_env.empty()) env += " PATH=" + e.path_env;
+  if (!e.slurm_conf.empty()) env += " SLURM_CONF=" + e.slurm_conf;
+  if (!env.empty()) cmd = "/usr/bin/env" + env + " " + cmd;
+  b += trim(spec.schedule) + " " + cmd + "\n";
+  b += block_end(spec.name) + "\n";
+  return b;
+}
+
+std::string crontab_without(std::string_view crontab, std::string_view name, bool* found) {
+  const std::string begin = block_begin(name), end = block_end(name);
+  std::string out;
+  bool inside = false, seen = false;
+  for (const auto& line : split(crontab, '\n')) {
+    // scrontab -l shows a disabled entry's lines behind "#DISABLED: ".
+    std::string_view l = line;
+    if (starts_with(l, "#DISABLED: ")) l.remove_prefix(11);
+    if (!inside && (l == begin || starts_with(l, begin + " "))) {
+      inside = seen = true;
+      continue;
+    }
+    if (inside) {
+      if (l == end) inside = false;
+      continue;
+    }
+    out += line + "\n";
+  }
+  // split() gives a last empty piece for text that ends with a newline.
+  while (out.size() >= 2 && out.compare(out.size() - 2, 2, "\n\n") == 0) out.pop_back();
+  if (out == "\n") out.clear();
+  if (found) *found = seen;
+  return out;
+}
+
+namespace {
+constexpr std::string_view kNoteTag = "pipeline-schedule";
+}
+
+std::string encode_schedule_note(const ScheduleNote& n) {
+  // No blanks: it travels on a #SCRON line.
+  std::string s = std::string(kNoteTag) + ";concurrency=" + to_string(n.concurrency) +
+                  ";submitted=" + std::to_string(n.submitted) + ";skipped=" + std::to_string(n.skipped) +
+                  ";failed=" + std::to_string(n.failed);
+  if (n.last) s += ";last=" + std::to_string(static_cast<long long>(n.last)) + ";outcome=" + n.last_outcome;
+  if (!n.last_run.empty()) s += ";run=" + n.last_run;
+  return s;
+}
+
+std::optional<ScheduleNote> decode_schedule_note(std::string_view comment) {
+  if (comment.size() > 512) return std::nullopt;
+  const auto parts = split(trim(comment), ';');
+  if (parts.empty() || parts[0] != kNoteTag) return std::nullopt;
+  ScheduleNote n;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const size_t eq = parts[i].find('=');
+    if (eq == std::string::npos) return std::nullopt;
+    const std::string key = parts[i].substr(0, eq), value = parts[i].substr(eq + 1);
+    auto count = [&](uint32_t& into) {
+      const auto v = parse_uint(value);
+      if (!v || *v > UINT32_MAX) return false;
+      into = static_cast<uint32_t>(*v);
+      return true;
+    };
+    bool ok = true;
+    if (key == "concurrency") {
+      if (value == "forbid") n.concurrency = Concurrency::forbid;
+      else if (value == "allow") n.concurrency = Concurrency::allow;
+      else ok = false;
+    } else if (key == "submitted") ok = count(n.submitted);
+    else if (key == "skipped") ok = count(n.skipped);
+    else if (key == "failed") ok = count(n.failed);
+    else if (key == "last") {
+      const auto v = parse_uint(value);
+      ok = v && *v < (1ull << 40);
+      if (ok) n.last = static_cast<time_t>(*v);
+    } else if (key == "outcome") {
+      ok = value == "submitted" || value == "skipped" || value == "failed";
+      n.last_outcome = value;
+    } else if (key == "run") {
+      ok = value.size() <= kMaxPipelineIdBytes && is_pipeline_name(value.substr(0, std::min(value.size(), kMaxPipelineNameBytes)));
+      n.last_run = value;
+    }
+    // Unknown keys: written by a newer mlsched, kept out of the way.
+    if (!ok) return std::nullopt;
+  }
+  return n;
+}
+
+std::string format_schedule_note(const ScheduleNote& n, time_t now) {
+  std::string s;
+  if (!n.last) {
+    s = "has not run yet";
+  } else {
+    s = "last time " + clock_text(n.last) + " (" + format_duration(std::max<time_t>(0, now - n.last)) + " ago): ";
+    if (n.last_outcome == "submitted") s += "submitted run " + (n.last_run.empty() ? std::string("?") : n.last_run);
+    else if (n.last_outcome == "skipped")
+      s += "skipped, run " + (n.last_run.empty() ? std::string("?") : n.last_run) + " was still going (concurrency forbid)";
+    else s += "failed (its log says why)";
+  }
+  s += "; " + std::to_string(n.submitted) + " run" + (n.submitted == 1 ? "" : "s") + " submitted, " +
+       std::to_string(n.skipped) + " skipped, " + std::to_string(n.failed) + " failed so far";
+  return s;
+}
+
+bool is_run_of(std::string_view pipeline_id, std::string_view name) {
+  if (pipeline_id.size() != name.size() + 7 || !starts_with(pipeline_id, name) || pipeline_id[name.size()] != '-')
+    return false;
+  for (char c : pipeline_id.substr(name.size() + 1))
+    if (!std::isxdigit(static_cast<unsigned char>(c))) return false;
+  return true;
 }
 
 }  // namespace mlsched

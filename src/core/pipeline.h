@@ -37,9 +37,16 @@ struct StageSpec {
   uint32_t retries = 0;
 };
 
+// What a recurring pipeline does at a scheduled time while its previous run is
+// still going (Kubernetes CronJob's Forbid and Allow).
+enum class Concurrency { forbid, allow };
+std::string to_string(Concurrency c);
+
 struct PipelineSpec {
   std::string name;
   std::vector<StageSpec> stages;   // in file order
+  std::string schedule;            // cron, as scrontab reads it; "" = submit once
+  Concurrency concurrency = Concurrency::forbid;
   const StageSpec* find(std::string_view stage) const;
 };
 
@@ -107,5 +114,54 @@ std::string format_pipeline_status(const PipelineStatus& status, time_t now);
 // What `why` adds for a pipeline stage: its downstream stages and what happens to
 // them ("then evaluate (after ok) ..."; "if it fails: evaluate is cancelled").
 std::string pipeline_chain_text(const PipelineStatus& status, const std::string& stage);
+
+// ==== recurring pipelines (scrontab) ============================================
+// A recurring pipeline is one scrontab entry of its user (Slurm's own cron, a job
+// that slurmctld requeues with the next time as its BeginTime) that runs
+// `mlsched pipeline fire FILE` at each time. The entry is a block of the user's
+// scrontab, between marker comments that name the pipeline, so installing it again
+// replaces it and the user's other entries are kept as they are.
+
+// What is wrong with a cron schedule, as Slurm's scrontab would read it (five
+// fields: minute hour day-of-month month day-of-week, each *, a number, a range
+// or a list, with an optional /step; 3-letter month and day names; @hourly,
+// @daily/@midnight, @weekly, @monthly, @yearly/@annually); "" when it reads.
+std::string cron_schedule_problem(std::string_view schedule);
+
+// The paths the entry's command line holds (it is run by the cron job's shell, so
+// only these characters are let through: letters, digits, / . _ - + , @ :).
+bool crontab_safe_path(std::string_view path);
+
+struct ScheduleEntry {
+  std::string tool;        // absolute path of mlsched
+  std::string file;        // absolute path of the pipeline file
+  std::string log;         // absolute path the runs' decisions are appended to
+  std::string path_env;    // PATH for the cron job (where sbatch is); "" = its own
+  std::string slurm_conf;  // SLURM_CONF for the cron job; "" = the default
+};
+// The scrontab block of `spec` (which has a schedule). Every path in `entry` must
+// be crontab_safe_path.
+std::string schedule_block(const PipelineSpec& spec, const ScheduleEntry& entry);
+// `crontab` without the block of pipeline `name` (and `found` says whether it had one).
+std::string crontab_without(std::string_view crontab, std::string_view name, bool* found = nullptr);
+// The job name of the cron job of pipeline `name`.
+std::string schedule_job_name(std::string_view name);
+
+// What the cron job keeps in its own Comment (a field its user may change, so it is
+// only shown to that user, never trusted): the concurrency rule, how many times it
+// fired, and what it did the last time.
+struct ScheduleNote {
+  Concurrency concurrency = Concurrency::forbid;
+  uint32_t submitted = 0, skipped = 0, failed = 0;
+  time_t last = 0;              // 0: has not fired yet
+  std::string last_outcome;     // "submitted", "skipped" or "failed"
+  std::string last_run;         // submitted: the new run's id; skipped: the run still going
+};
+std::string encode_schedule_note(const ScheduleNote& note);
+std::optional<ScheduleNote> decode_schedule_note(std::string_view comment);
+std::string format_schedule_note(const ScheduleNote& note, time_t now);
+
+// The runs of a pipeline `name` (ids "<name>-<6 hex>") among pipeline ids.
+bool is_run_of(std::string_view pipeline_id, std::string_view name);
 
 }  // namespace mlsched

@@ -2,6 +2,7 @@
 #include "core/text.h"
 
 #include <cstdio>
+#include <ctime>
 
 #include <algorithm>
 #include <cctype>
@@ -199,6 +200,16 @@ std::string shown(std::string_view user_text, size_t max_bytes) {
   size_t cut = max_bytes;
   while (cut > 0 && (static_cast<unsigned char>(user_text[cut]) & 0xc0) == 0x80) --cut;
   return escape_controls(user_text.substr(0, cut)) + "...(" + std::to_string(user_text.size() - cut) + " more bytes)";
+}
+
+std::string local_clock(int64_t t) {
+  if (t <= 0) return "unknown";
+  const time_t tt = static_cast<time_t>(t);
+  struct tm tmv;
+  if (!localtime_r(&tt, &tmv)) return std::to_string(t);
+  char buf[32];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tmv);
+  return buf;
 }
 
 }  // namespace mlsched

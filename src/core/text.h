@@ -44,6 +44,9 @@ std::string escape_controls(std::string_view text);
 // "...(N more bytes)" after it, so one long value cannot flood a message.
 constexpr size_t kMaxShownBytes = 64;
 std::string shown(std::string_view user_text, size_t max_bytes = kMaxShownBytes);
+
+// A time as people read it in this machine's zone: "2026-12-04 19:05:00" ("unknown" for <= 0).
+std::string local_clock(int64_t t);
 // ==== end user text ==============================================================
 
 }  // namespace mlsched

@@ -713,13 +713,7 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
   // Job names, users' paths and Slurm's reasons are users' text: no raw control
   // bytes reach the reader's terminal.
   auto line = [&](const std::string& s) { out += escape_controls(s) + "\n"; };
-  auto clock = [](time_t t) {
-    char buf[32];
-    struct tm tmv;
-    localtime_r(&t, &tmv);
-    strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tmv);
-    return std::string(buf);
-  };
+  auto clock = [](time_t t) { return local_clock(t); };
   std::string head = "job " + job_label(job.job_id, job.name) + " (" + job.user + ", account " + job.account +
                      ", partition " + job.partition + "): " + job.state;
   if (job.state == "PENDING" && job.submit_time) head += " for " + format_duration(now - job.submit_time);

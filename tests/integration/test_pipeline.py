@@ -280,6 +280,9 @@ def my_jobs(cluster, user):
      "stage b: script {dir}/link.sh: link.sh is a symlink"),
     ({"p.json": '{"pipeline": "x", "stages": [{"name": "a", "script": "a.sh"}, {"name": "b", "script": "bobs.sh"}]}'},
      "bobs.sh belongs to uid"),
+    # A recurring pipeline's schedule is checked before anything goes into the scrontab.
+    ({"p.json": '{"pipeline": "x", "schedule": "0 25 * * *", "stages": [{"name": "a", "script": "a.sh"}]}'},
+     'p.json: schedule "0 25 * * *": hour 25 is out of range (0-23)'),
 ])
 def test_bad_pipeline_is_refused_with_its_message_and_no_job(cluster, files, message):
     d = workspace(cluster, ALICE, files={"a.sh": "#!/bin/bash\ntrue\n", **files})
@@ -364,3 +367,118 @@ def test_downstream_stage_starts_with_the_queue_age_its_pipeline_accrued(cluster
     # Counted from its submission, as before, it would also hold the 20 s of running.
     from_submit = weight * (before - epoch(cluster, nxt, "SubmitTime")) / max_age
     assert age < from_submit - weight * 15 / max_age, (age, from_submit)
+
+
+def scrontab(cluster, user):
+    res = cluster.run(["scrontab", "-l"], user=user)
+    return res.out if res.rc == 0 else ""
+
+
+def test_recurring_pipeline_skips_a_time_while_its_previous_run_is_still_going(cluster, pipelines):
+    """A pipeline with a schedule goes into its user's scrontab; each minute the entry
+    submits a run, unless (concurrency forbid) the last run is still going: then that
+    time is skipped, and `pipeline status NAME` says so."""
+    name = f"hourly{uuid.uuid4().hex[:4]}"
+    spec = {"pipeline": name, "schedule": "* * * * *", "concurrency": "forbid",
+            "stages": [{"name": "train", "script": "train.sh"}]}
+    # The run outlives the minute to the next time.
+    d = workspace(cluster, ALICE, files={"recurring.json": json.dumps(spec)},
+                  scripts={"train.sh": "#!/bin/bash\n#SBATCH -N 1 -t 5\nsleep 100\n"})
+    res = tool(cluster, ALICE, "pipeline", "submit", str(d / "recurring.json"), cwd=str(d))
+    try:
+        assert res.rc == 0, res
+        assert f'pipeline {name} installed in your scrontab: schedule "* * * * *", concurrency forbid' in res.out, res
+        cron_job = re.search(r"scrontab job (\d+); next run ", res.out)
+        assert cron_job, res
+        cron_job = cron_job.group(1)
+        tab = scrontab(cluster, ALICE)
+        assert f"#SCRON --job-name={name}/schedule" in tab, tab
+        assert f"pipeline fire {d}/recurring.json" in tab, tab
+        assert cluster.job_field(cron_job, "JobName") == f"{name}/schedule"
+
+        def last(outcome):
+            text = tool(cluster, ALICE, "pipeline", "status", name)
+            return text if text.rc == 0 and f"): {outcome}" in text.out else None
+
+        # The first time: a run is submitted, and its stage runs.
+        text = wait_for(lambda: last("submitted run"), "the first scheduled run", timeout=150, interval=2)
+        run = re.search(rf"submitted run ({name}-[0-9a-f]{{6}})", text.out).group(1)
+        pipelines.append(run)
+        jobs = wait_for(lambda: [j for j in pipeline_jobs(cluster, run) if j["state"] == "RUNNING"],
+                        f"run {run}'s stage to run", timeout=60, interval=1)
+        assert jobs[0]["name"] == f"{name}/train", jobs
+        # The next time, a minute later, finds it still running: skipped.
+        text = wait_for(lambda: last("skipped"), "the second time to be skipped", timeout=90, interval=2)
+        assert f"skipped, run {run} was still going (concurrency forbid); 1 run submitted, 1 skipped, 0 failed" in text.out, text
+        assert re.search(rf"^    {run}\s+running$", text.out, re.M), text
+        assert f'pipeline {name}: recurring, schedule "* * * * *", concurrency forbid (scrontab job {cron_job})' in text.out, text
+        # No second run was submitted; the run's log says what each time did.
+        runs = {m for m in re.findall(rf"pipeline=({name}-[0-9a-f]{{6}})", " ".join(
+            cluster.job_field(j, "AdminComment") or "" for j in cluster.run(
+                ["squeue", "-h", "-t", "all", "-u", ALICE, "-o", "%i"]).out.split()))}
+        assert runs == {run}, runs
+        log = (d / f"{name}.schedule.log").read_text()
+        assert f"pipeline {run} submitted: 1 stage, 1 job" in log, log
+        assert re.search(rf"skipped: run {run} \(job \d+\) is still going \(concurrency forbid\)", log), log
+        data = json.loads(tool(cluster, ALICE, "pipeline", "status", "--json", name).out)
+        assert data["concurrency"] == "forbid" and data["last"]["outcome"] == "skipped", data
+        assert data["last"]["run"] == run and {"pipeline": run, "state": "running"} in data["runs"], data
+        # Another user has no such schedule.
+        other = tool(cluster, BOB, "pipeline", "status", name)
+        assert other.rc == 1 and f"no job of pipeline {name} is known to slurmctld" in other.err, other
+    finally:
+        gone = tool(cluster, ALICE, "pipeline", "unschedule", name)
+    assert gone.rc == 0, gone
+    assert f"pipeline {name} removed from your scrontab: it is not run again" in gone.out, gone
+    assert f"{name}/schedule" not in scrontab(cluster, ALICE)
+    wait_for(lambda: cluster.job_field(cron_job, "JobState") in (None, "CANCELLED", "COMPLETED"),
+             "the scrontab job to go", timeout=30, interval=0.5)
+    again = tool(cluster, ALICE, "pipeline", "unschedule", name)
+    assert again.rc == 1 and f"your scrontab has no recurring pipeline {name}" in again.err, again
+
+
+def test_recurring_pipeline_refusals_name_their_reason(cluster):
+    """Where a schedule cannot be installed, the user is told why and nothing changes."""
+    spec = {"pipeline": "nightly", "schedule": "@daily", "stages": [{"name": "a", "script": "a.sh"}]}
+    before = scrontab(cluster, ALICE)
+    # A path the scrontab line could not carry safely.
+    d = workspace(cluster, ALICE, files={"p.json": json.dumps(spec)}, scripts={"a.sh": "#!/bin/bash\ntrue\n"})
+    spaced = d.parent / (d.name + " two")
+    d.rename(spaced)
+    res = tool(cluster, ALICE, "pipeline", "submit", str(spaced / "p.json"), cwd=str(spaced))
+    assert res.rc == 1, res
+    assert f"the pipeline file {spaced}/p.json goes on a scrontab command line, which takes only absolute paths" in res.err, res
+    # A cluster without scrontab (what the client reads from slurm.conf).
+    conf = cluster.conf.parent / "slurm-noscron.conf"
+    conf.write_text("".join(l for l in cluster.conf.read_text().splitlines(True) if not l.startswith("ScronParameters")))
+    try:
+        ok = workspace(cluster, ALICE, files={"p.json": json.dumps(spec)}, scripts={"a.sh": "#!/bin/bash\ntrue\n"})
+        res = cluster.run(["env", "-C", str(ok), f"SLURM_CONF={conf}", str(TOOL), "pipeline", "submit",
+                           str(ok / "p.json")], user=ALICE)
+        assert res.rc == 1, res
+        assert "recurring pipelines run from scrontab, which this cluster has disabled (an admin enables it with " \
+               "ScronParameters=enable in slurm.conf)" in res.err, res
+    finally:
+        conf.unlink()
+    assert scrontab(cluster, ALICE) == before
+
+
+def test_example_recurring_pipeline_waits_for_two_in_the_morning(cluster):
+    """etc/pipeline-example/recurring.json as a user would install it: next run at 02:00,
+    a second submit replaces the entry, unschedule removes it."""
+    d = workspace(cluster, BOB)
+    try:
+        res = tool(cluster, BOB, "pipeline", "submit", str(d / "recurring.json"), cwd=str(d))
+        assert res.rc == 0, res
+        assert 'pipeline nightly installed in your scrontab: schedule "0 2 * * *", concurrency forbid' in res.out, res
+        assert re.search(r"scrontab job \d+; next run \d{4}-\d\d-\d\d 02:00:00$", res.out, re.M), res
+        text = tool(cluster, BOB, "pipeline", "status", "nightly")
+        assert text.rc == 0, text
+        assert re.search(r"^  next run: \d{4}-\d\d-\d\d 02:00:00 \(in ", text.out, re.M), text
+        assert "has not run yet; 0 runs submitted, 0 skipped, 0 failed so far" in text.out, text
+        again = tool(cluster, BOB, "pipeline", "submit", str(d / "recurring.json"), cwd=str(d))
+        assert again.rc == 0 and "pipeline nightly replaced in your scrontab" in again.out, again
+        assert scrontab(cluster, BOB).count("# mlsched pipeline nightly begin") == 1
+    finally:
+        gone = tool(cluster, BOB, "pipeline", "unschedule", "nightly")
+    assert gone.rc == 0, gone

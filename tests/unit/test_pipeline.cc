@@ -6,6 +6,7 @@
 #include "core/job_record.h"
 #include "core/pipeline.h"
 #include "core/submit.h"
+#include "core/text.h"
 #include "suites.h"
 
 using namespace mlsched;
@@ -72,8 +73,14 @@ START_TEST(refuses_bad_files_with_their_reason) {
   ck_assert_contains(errors_of(R"({"pipeline": "x", "stages": [{"name": "a", "script": "a.sh", "retries": 9}]})"),
                      "retries must be a whole number from 0 to 5");
   ck_assert_contains(errors_of(R"({"pipeline": "x", "stages": []})"), "is empty");
-  ck_assert_contains(errors_of(R"({"pipeline": "x", "schedule": "0 2 * * *", "stages": [{"name": "a", "script": "a.sh"}]})"),
-                     "recurring pipelines are not supported yet");
+  ck_assert_contains(errors_of(R"({"pipeline": "x", "schedule": "61 2 * * *", "stages": [{"name": "a", "script": "a.sh"}]})"),
+                     "schedule \"61 2 * * *\": minute 61 is out of range (0-59)");
+  ck_assert_contains(errors_of(R"({"pipeline": "x", "concurrency": "forbid", "stages": [{"name": "a", "script": "a.sh"}]})"),
+                     "concurrency is only for a pipeline with a schedule");
+  ck_assert_contains(errors_of(R"({"pipeline": "x", "schedule": "@daily", "concurrency": "replace", "stages": [{"name": "a", "script": "a.sh"}]})"),
+                     "concurrency must be \"forbid\"");
+  ck_assert_contains(errors_of(R"({"pipeline": "x", "schedul": "@daily", "stages": [{"name": "a", "script": "a.sh"}]})"),
+                     "unknown key \"schedul\"; did you mean \"schedule\"?");
   // Cycles, named in order.
   ck_assert_contains(errors_of(R"({"pipeline": "x", "stages": [
       {"name": "a", "script": "a.sh", "after": ["c"]}, {"name": "b", "script": "b.sh", "after": ["a"]},
@@ -257,6 +264,94 @@ START_TEST(cancelled_stages_say_whether_they_ran) {
 }
 END_TEST
 
+// Schedules are checked as Slurm's scrontab reads them, each problem named by field.
+START_TEST(cron_schedules_are_checked_by_field) {
+  for (const char* ok : {"0 2 * * *", "*/15 * * * *", "0 0-6,22,23 * * 1-5", "30 4 1 jan *", "0 12 * * sun",
+                         "0 0 1,15 */3 *", "@hourly", "@DAILY", "@midnight", "@weekly", "@monthly", "@annually",
+                         " 5  4\t* * * "})
+    ck_assert_msg(cron_schedule_problem(ok).empty(), "%s: %s", ok, cron_schedule_problem(ok).c_str());
+  ck_assert_contains(cron_schedule_problem(""), "is empty; a cron schedule has five fields");
+  ck_assert_contains(cron_schedule_problem("0 2 * *"), "has 4 fields; a cron schedule has five: minute hour");
+  ck_assert_contains(cron_schedule_problem("0 2 * * * *"), "has 6 fields");
+  ck_assert_contains(cron_schedule_problem("0 24 * * *"), "hour 24 is out of range (0-23)");
+  ck_assert_contains(cron_schedule_problem("0 2 0 * *"), "day of month 0 is out of range (1-31)");
+  ck_assert_contains(cron_schedule_problem("0 2 * 13 *"), "month 13 is out of range (1-12)");
+  ck_assert_contains(cron_schedule_problem("0 2 * * 8"), "day of week 8 is out of range (0-7)");
+  ck_assert_contains(cron_schedule_problem("5-1 2 * * *"), "minute range 5-1 runs backwards");
+  ck_assert_contains(cron_schedule_problem("*/1 * * * *"), "minute step \"/1\" must be a number from 2 to 59");
+  ck_assert_contains(cron_schedule_problem("*/ * * * *"), "minute step \"/\" must be a number");
+  ck_assert_contains(cron_schedule_problem("0 2 * foo *"), "month \"foo\" is not a 3-letter month name");
+  ck_assert_contains(cron_schedule_problem("0 x * * *"), "hour \"x\" is not a number");
+  ck_assert_contains(cron_schedule_problem("0 2,a * * *"), "hour \"2,a\" is not a number, a range a-b or a list");
+  ck_assert_contains(cron_schedule_problem("@dialy"), "is not one of @hourly, @daily");
+  ck_assert_contains(cron_schedule_problem("@dialy"), "did you mean @daily?");
+  ck_assert_contains(cron_schedule_problem(std::string(200, '1')), "longer than 128 characters");
+}
+END_TEST
+
+START_TEST(schedule_block_replaces_only_its_own_lines) {
+  const PipelineParse p = parse_pipeline(R"({"pipeline": "nightly", "schedule": "0 2 * * *", "concurrency": "allow",
+                                           "stages": [{"name": "a", "script": "a.sh"}]})");
+  ck_assert(p.spec.has_value());
+  ck_assert(p.spec->concurrency == Concurrency::allow);
+  ScheduleEntry e{"/usr/bin/mlsched", "/home/u/p/nightly.json", "/home/u/p/nightly.schedule.log", "/opt/slurm/bin:/usr/bin:/bin",
+                  "/etc/slurm/slurm.conf"};
+  const std::string block = schedule_block(*p.spec, e);
+  ck_assert_contains(block, "#SCRON --job-name=nightly/schedule\n");
+  ck_assert_contains(block, "#SCRON --output=/home/u/p/nightly.schedule.log --open-mode=append\n");
+  ck_assert_contains(block, "#SCRON --comment=pipeline-schedule;concurrency=allow;submitted=0;skipped=0;failed=0\n");
+  ck_assert_contains(block, "\n0 2 * * * /usr/bin/env PATH=/opt/slurm/bin:/usr/bin:/bin SLURM_CONF=/etc/slurm/slurm.conf "
+                            "/usr/bin/mlsched pipeline fire /home/u/p/nightly.json\n");
+  const std::string mine = "MAILTO=x\n#SCRON -t 5\n*/5 * * * * /home/u/poll.sh\n";
+  bool found = true;
+  ck_assert_string_eq(crontab_without(mine, "nightly", &found), mine);
+  ck_assert(!found);
+  const std::string both = mine + block;
+  ck_assert_string_eq(crontab_without(both, "nightly", &found), mine);
+  ck_assert(found);
+  // Another pipeline's block, and this one disabled by scancel (scrontab -l's form).
+  std::string disabled;
+  for (const auto& line : split(block, '\n'))
+    if (!line.empty()) disabled += std::string(starts_with(line, "#SCRON") || line[0] != '#' ? "#DISABLED: " : "") + line + "\n";
+  const std::string other = schedule_block(PipelineSpec{"nightly2", {}, "@daily", Concurrency::forbid}, e);
+  ck_assert_string_eq(crontab_without(mine + disabled + other, "nightly", &found), (mine + other));
+  ck_assert(found);
+  ck_assert_string_eq(crontab_without(block, "nightly"), "");
+  ck_assert(crontab_safe_path("/home/u/p-1/x_y.json"));
+  for (const char* bad : {"relative/x.json", "/home/u/a b.json", "/home/u/$(id).json", "/home/u/x;y", "/home/u/`x`", "",
+                          "/home/u/x'y", "/home/u/x\ny"})
+    ck_assert_msg(!crontab_safe_path(bad), "%s", bad);
+}
+END_TEST
+
+START_TEST(schedule_note_round_trips_and_reads_for_people) {
+  ScheduleNote n;
+  ck_assert_string_eq(encode_schedule_note(n), "pipeline-schedule;concurrency=forbid;submitted=0;skipped=0;failed=0");
+  n.submitted = 3;
+  n.skipped = 1;
+  n.last = 1'000'000;
+  n.last_outcome = "skipped";
+  n.last_run = "nightly-0a1b2c";
+  const auto back = decode_schedule_note(encode_schedule_note(n));
+  ck_assert(back.has_value());
+  ck_assert_uint_eq(back->submitted, 3);
+  ck_assert_uint_eq(back->skipped, 1);
+  ck_assert_int_eq(back->last, 1'000'000);
+  ck_assert_string_eq(back->last_run, "nightly-0a1b2c");
+  ck_assert_contains(format_schedule_note(*back, 1'000'090),
+                     "(2 min ago): skipped, run nightly-0a1b2c was still going (concurrency forbid); 3 runs "
+                     "submitted, 1 skipped, 0 failed so far");
+  ck_assert(!decode_schedule_note("nightly data"));
+  ck_assert(!decode_schedule_note("pipeline-schedule;outcome=launched"));
+  ck_assert(!decode_schedule_note("pipeline-schedule;submitted=-1"));
+  ck_assert(!decode_schedule_note("pipeline-schedule;run=a b"));
+  ck_assert(is_run_of("nightly-0a1b2c", "nightly"));
+  ck_assert(!is_run_of("nightly2-0a1b2c", "nightly"));
+  ck_assert(!is_run_of("nightly-0a1b2", "nightly"));
+  ck_assert(!is_run_of("nightly-0a1b2z", "nightly"));
+}
+END_TEST
+
 Suite* pipeline_suite() {
   Suite* s = suite_create("pipeline");
   TCase* tc = tcase_create("pipeline");
@@ -267,6 +362,9 @@ Suite* pipeline_suite() {
   tcase_add_test(tc, status_of_a_running_pipeline_chains_etas);
   tcase_add_test(tc, status_after_a_failure_and_a_retry);
   tcase_add_test(tc, cancelled_stages_say_whether_they_ran);
+  tcase_add_test(tc, cron_schedules_are_checked_by_field);
+  tcase_add_test(tc, schedule_block_replaces_only_its_own_lines);
+  tcase_add_test(tc, schedule_note_round_trips_and_reads_for_people);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -20,6 +20,7 @@
 #include "core/pipeline.h"
 #include "core/safe_file.h"
 #include "core/text.h"
+#include "core/why.h"  // format_duration
 #include "tools/mlsched/cli.h"
 
 #include "slurm_public.h"
@@ -30,16 +31,23 @@ namespace {
 
 const char* const kPipelineHelp =
     "usage: mlsched pipeline submit FILE [--json]\n"
-    "       mlsched pipeline status ID [--json]\n"
+    "       mlsched pipeline status ID|NAME [--json]\n"
     "       mlsched pipeline cancel ID\n"
+    "       mlsched pipeline unschedule NAME\n"
+    "       mlsched pipeline fire FILE      (what a recurring pipeline's scrontab entry runs)\n"
     "\n"
     "submit: checks the pipeline file (JSON: \"pipeline\" and \"stages\", each stage a\n"
     "name, a batch script relative to the file, \"after\" and \"retries\"; README,\n"
     "\"Pipelines\"), then submits every stage with sbatch, in order, with Slurm\n"
     "dependencies, as jobs named <pipeline>/<stage>, and prints the pipeline's id and\n"
     "the job ids. Nothing is submitted when the file or a script has a problem.\n"
-    "status: each stage's job, state, start and end (or ETA: ~), and why it waits.\n"
+    "A file with \"schedule\" (cron) is not submitted now: submit installs it in your\n"
+    "scrontab, which runs it at each time (\"concurrency\": forbid skips a time while\n"
+    "the previous run is still going, allow starts it anyway).\n"
+    "status: each stage's job, state, start and end (or ETA: ~), and why it waits;\n"
+    "for a recurring pipeline's NAME: its schedule, next and last time, and its runs.\n"
     "cancel: cancels the pipeline's jobs that have not ended, downstream first.\n"
+    "unschedule: removes a recurring pipeline from your scrontab (runs go on).\n"
     "ID is the pipeline id submit printed, or the job id of any of its stages.\n";
 
 // Output of a child beyond this is dropped (sbatch prints an id and a few notes).
@@ -154,12 +162,14 @@ void cancel_jobs(const std::vector<uint32_t>& ids) {
   for (uint32_t id : order) slurm_kill_job(id, SIGKILL, 0);
 }
 
-int pipeline_submit(Args& args) {
-  const bool json = args.flag("--json");
-  const std::string file = args.positional();
-  args.expect_no_more("pipeline submit");
-  if (file.empty()) throw UsageError("which pipeline file? mlsched pipeline submit FILE");
+// A checked pipeline file with its scripts, read as the user who runs the tool.
+struct LoadedPipeline {
+  PipelineSpec spec;
+  std::map<std::string, std::string> scripts;  // by stage
+  std::string absolute;                        // the file's absolute path ("" if unknown)
+};
 
+LoadedPipeline load_pipeline_file(const std::string& file) {
   // The file and every script are read through one checked directory descriptor,
   // with O_NOFOLLOW, as regular files of the user who submits, up to a bound.
   const uid_t uid = getuid();
@@ -175,7 +185,7 @@ int pipeline_submit(Args& args) {
   std::vector<std::string> problems;
   for (const auto& e : parsed.errors) problems.push_back(file + ": " + e);
   if (parsed.errors_dropped) problems.push_back(file + ": ... and " + std::to_string(parsed.errors_dropped) + " more");
-  std::map<std::string, std::string> scripts;
+  LoadedPipeline out;
   if (parsed.spec) {
     for (const auto& st : parsed.spec->stages) {
       const std::string shown_path = dir + "/" + st.script;
@@ -189,18 +199,33 @@ int pipeline_submit(Args& args) {
       else if (!starts_with(*s.text, "#!"))
         problems.push_back("stage " + st.name + ": script " + shown(shown_path, 200) +
                            " does not start with #! (sbatch takes batch scripts only)");
-      else scripts[st.name] = *s.text;
+      else out.scripts[st.name] = *s.text;
     }
   }
   if (!problems.empty()) throw ToolError("the pipeline was not submitted (no job was):\n  " + join(problems, "\n  "));
+  out.spec = *parsed.spec;
+  // The directory as the kernel resolved the descriptor we read through.
+  char buf[4096];
+  const std::string link = "/proc/self/fd/" + std::to_string(d.fd.get());
+  const ssize_t n = readlink(link.c_str(), buf, sizeof buf - 1);
+  if (n > 0) out.absolute = std::string(buf, static_cast<size_t>(n)) + "/" + base;
+  return out;
+}
 
-  const PipelineSpec& spec = *parsed.spec;
-  slurm_init(nullptr);
-  const std::string id = spec.name + "-" + random_hex(3);
-  std::map<std::string, std::vector<uint32_t>> ids;
+struct SubmittedRun {
+  std::string id;
   std::vector<Submitted> done;
   std::vector<uint32_t> all;
-  std::string notes;
+  std::string notes;  // sbatch's own notes, per stage
+};
+
+// Submits every stage (held until all are in, then released): one run of the pipeline.
+SubmittedRun submit_run(const LoadedPipeline& p) {
+  const PipelineSpec& spec = p.spec;
+  slurm_init(nullptr);
+  SubmittedRun run;
+  run.id = spec.name + "-" + random_hex(3);
+  std::map<std::string, std::vector<uint32_t>> ids;
   // Every job is held until all are in: a stage never starts (or fails) before its
   // downstream stages exist, and a refused stage leaves nothing running.
   for (const StageSpec* st : submission_order(spec)) {
@@ -209,44 +234,173 @@ int pipeline_submit(Args& args) {
       std::vector<std::string> argv = {"sbatch", "--parsable", "--hold", "--kill-on-invalid-dep=yes",
                                        "--job-name=" + spec.name + "/" + st->name,
                                        "--comment=" + std::string(kStoredPrefix) + " " +
-                                           pipeline_words(membership_of(id, *st, attempt))};
+                                           pipeline_words(membership_of(run.id, *st, attempt))};
       const std::string dep = stage_dependency(spec, *st, attempt, ids);
       if (!dep.empty()) argv.push_back("--dependency=" + dep);
-      const ChildResult r = run_child(argv, scripts[st->name]);
+      const ChildResult r = run_child(argv, p.scripts.at(st->name));
       const std::string first = trim(r.out.substr(0, r.out.find('\n')));
       const auto job = parse_uint(first.substr(0, first.find(';')));
       if (r.status != 0 || !job || *job == 0 || *job > UINT32_MAX) {
-        cancel_jobs(all);
+        cancel_jobs(run.all);
         throw ToolError("stage " + st->name + ": sbatch refused it" +
-                        (all.empty() ? std::string() : "; the " + std::to_string(all.size()) +
-                                                           " job(s) already submitted were cancelled") +
-                        ", nothing of pipeline " + id + " runs:\n" +
+                        (run.all.empty() ? std::string() : "; the " + std::to_string(run.all.size()) +
+                                                               " job(s) already submitted were cancelled") +
+                        ", nothing of pipeline " + run.id + " runs:\n" +
                         indented(r.err.empty() ? r.out : r.err, "  "));
       }
       s.ids.push_back(static_cast<uint32_t>(*job));
-      all.push_back(static_cast<uint32_t>(*job));
+      run.all.push_back(static_cast<uint32_t>(*job));
       ids[st->name].push_back(static_cast<uint32_t>(*job));
-      notes += indented(r.err, "  stage " + st->name + ": ");
+      run.notes += indented(r.err, "  stage " + st->name + ": ");
     }
-    done.push_back(s);
+    run.done.push_back(s);
   }
   std::vector<std::string> id_texts;
-  for (uint32_t j : all) id_texts.push_back(std::to_string(j));
+  for (uint32_t j : run.all) id_texts.push_back(std::to_string(j));
   const ChildResult rel = run_child({"scontrol", "release", join(id_texts, ",")}, "");
   if (rel.status != 0) {
-    cancel_jobs(all);
-    throw ToolError("releasing the held stages failed, so pipeline " + id + " was cancelled:\n" +
+    cancel_jobs(run.all);
+    throw ToolError("releasing the held stages failed, so pipeline " + run.id + " was cancelled:\n" +
                     indented(rel.err, "  "));
   }
+  return run;
+}
+
+void print_run(const PipelineSpec& spec, const SubmittedRun& run) {
+  printf("pipeline %s submitted: %zu stage%s, %zu job%s\n", run.id.c_str(), run.done.size(),
+         run.done.size() == 1 ? "" : "s", run.all.size(), run.all.size() == 1 ? "" : "s");
+  size_t width = 0;
+  for (const auto& s : run.done) width = std::max(width, s.stage->name.size());
+  for (const auto& s : run.done) {
+    printf("  %-*s  %u", static_cast<int>(width), s.stage->name.c_str(), s.ids[0]);
+    if (s.ids.size() > 1) {
+      std::vector<std::string> retries;
+      for (size_t k = 1; k < s.ids.size(); ++k) retries.push_back(std::to_string(s.ids[k]));
+      printf("  (retries, each if the one before fails: %s)", join(retries, ", ").c_str());
+    }
+    printf("\n");
+  }
+  fputs(run.notes.c_str(), stdout);
+  (void)spec;
+}
+
+// ==== recurring pipelines ===========================================================
+
+// The user's scrontab as `scrontab -l` prints it ("" when there is none).
+std::string read_scrontab() {
+  const ChildResult r = run_child({"scrontab", "-l"}, "");
+  if (r.status == 0) return r.out;
+  if (r.status == 1 && starts_with(r.out, "no crontab for")) return "";
+  const std::string said = trim(r.err.empty() ? r.out : r.err);
+  if (said.find("scrontab is disabled") != std::string::npos)
+    throw ToolError("recurring pipelines run from scrontab, which this cluster has disabled (an admin enables it "
+                    "with ScronParameters=enable in slurm.conf)");
+  throw ToolError("cannot read your scrontab (scrontab -l):\n" + indented(said, "  "));
+}
+
+void write_scrontab(const std::string& text) {
+  const ChildResult r = run_child({"scrontab", "-"}, text);
+  if (r.status != 0)
+    throw ToolError("scrontab refused the new crontab, nothing changed:\n" +
+                    indented(r.err.empty() ? r.out : r.err + "\n" + r.out, "  "));
+}
+
+// The first directory on PATH that holds an executable `program`.
+std::string directory_of(const std::string& program) {
+  const char* path = getenv("PATH");
+  for (const auto& d : split(path ? path : "", ':'))
+    if (!d.empty() && d[0] == '/' && access((d + "/" + program).c_str(), X_OK) == 0) return d;
+  return "";
+}
+
+// The cron job of recurring pipeline `name` (of `uid`; any user's when uid is 0).
+const slurm_job_info_t* schedule_job(const job_info_msg_t* all, const std::string& name, uid_t uid) {
+  const slurm_job_info_t* found = nullptr;
+  for (uint32_t i = 0; all && i < all->record_count; ++i) {
+    const slurm_job_info_t& j = all->job_array[i];
+    if (!(j.bitflags & CRON_JOB) || str(j.name) != schedule_job_name(name)) continue;
+    if (uid != 0 && j.user_id != uid) continue;
+    const uint32_t base = j.job_state & JOB_STATE_BASE;
+    if (base != JOB_PENDING && base != JOB_RUNNING) continue;  // an entry scancel'ed or removed
+    if (!found || j.job_id > found->job_id) found = &j;
+  }
+  return found;
+}
+
+std::string checked_path(const std::string& what, const std::string& path) {
+  if (!crontab_safe_path(path))
+    throw ToolError("the " + what + " " + shown(path, 200) +
+                    " goes on a scrontab command line, which takes only absolute paths of letters, digits and "
+                    "/ . _ - + , @ : (move or rename it)");
+  return path;
+}
+
+int install_schedule(const LoadedPipeline& p, bool json) {
+  const PipelineSpec& spec = p.spec;
+  ScheduleEntry e;
+  char exe[4096];
+  const ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (n <= 0) throw ToolError("cannot find where this mlsched is installed (/proc/self/exe)");
+  e.tool = checked_path("mlsched program", std::string(exe, static_cast<size_t>(n)));
+  if (p.absolute.empty()) throw ToolError("cannot find the pipeline file's absolute path");
+  e.file = checked_path("pipeline file", p.absolute);
+  e.log = checked_path("run log", p.absolute.substr(0, p.absolute.rfind('/')) + "/" + spec.name + ".schedule.log");
+  // The cron job runs with its user's login environment: name where sbatch is and
+  // which slurm.conf, as they are now.
+  const std::string sbatch_dir = directory_of("sbatch");
+  if (sbatch_dir.empty()) throw ToolError("sbatch is not on your PATH");
+  e.path_env = checked_path("sbatch directory", sbatch_dir) + ":/usr/local/bin:/usr/bin:/bin";
+  if (const char* conf = getenv("SLURM_CONF"); conf && *conf) e.slurm_conf = checked_path("SLURM_CONF", conf);
+
+  bool replaced = false;
+  const std::string kept = crontab_without(read_scrontab(), spec.name, &replaced);
+  write_scrontab(kept + (kept.empty() || kept.back() == '\n' ? "" : "\n") + schedule_block(spec, e));
+
+  slurm_init(nullptr);
+  JobsMsg all;
+  const slurm_job_info_t* cron = nullptr;
+  if (slurm_load_jobs(0, &all.msg, SHOW_ALL) == SLURM_SUCCESS) cron = schedule_job(all.msg, spec.name, getuid());
   if (json) {
     json_object* root = json_object_new_object();
-    json_object_object_add(root, "pipeline", json_object_new_string(id.c_str()));
-    json_object_object_add(root, "name", json_object_new_string(spec.name.c_str()));
+    json_object_object_add(root, "pipeline", json_object_new_string(spec.name.c_str()));
+    json_object_object_add(root, "schedule", json_object_new_string(spec.schedule.c_str()));
+    json_object_object_add(root, "concurrency", json_object_new_string(to_string(spec.concurrency).c_str()));
+    json_object_object_add(root, "replaced", json_object_new_boolean(replaced));
+    json_object_object_add(root, "cron_job_id", cron ? json_object_new_int64(cron->job_id) : nullptr);
+    json_object_object_add(root, "next_run", cron && cron->eligible_time ? json_object_new_int64(cron->eligible_time) : nullptr);
+    json_object_object_add(root, "log", json_object_new_string(e.log.c_str()));
+    print_json(root);
+    return 0;
+  }
+  printf("pipeline %s %s in your scrontab: schedule \"%s\", concurrency %s (%s)\n", spec.name.c_str(),
+         replaced ? "replaced" : "installed", spec.schedule.c_str(), to_string(spec.concurrency).c_str(),
+         spec.concurrency == Concurrency::forbid ? "a time is skipped while the previous run is still going"
+                                                 : "a run starts at every time, even while earlier ones go on");
+  if (cron)
+    printf("  scrontab job %u; next run %s\n", cron->job_id, cron->eligible_time ? local_clock(cron->eligible_time).c_str() : "?");
+  printf("  each run reads %s again; what each time did goes to %s\n", e.file.c_str(), e.log.c_str());
+  printf("see it with: mlsched pipeline status %s; remove it with: mlsched pipeline unschedule %s\n", spec.name.c_str(),
+         spec.name.c_str());
+  return 0;
+}
+
+int pipeline_submit(Args& args) {
+  const bool json = args.flag("--json");
+  const std::string file = args.positional();
+  args.expect_no_more("pipeline submit");
+  if (file.empty()) throw UsageError("which pipeline file? mlsched pipeline submit FILE");
+  const LoadedPipeline p = load_pipeline_file(file);
+  if (!p.spec.schedule.empty()) return install_schedule(p, json);
+  const SubmittedRun run = submit_run(p);
+  if (json) {
+    json_object* root = json_object_new_object();
+    json_object_object_add(root, "pipeline", json_object_new_string(run.id.c_str()));
+    json_object_object_add(root, "name", json_object_new_string(p.spec.name.c_str()));
     json_object* stages = json_object_new_array();
-    for (const auto& s : done) {
+    for (const auto& s : run.done) {
       json_object* o = json_object_new_object();
       json_object_object_add(o, "stage", json_object_new_string(s.stage->name.c_str()));
-      json_object_object_add(o, "job_name", json_object_new_string((spec.name + "/" + s.stage->name).c_str()));
+      json_object_object_add(o, "job_name", json_object_new_string((p.spec.name + "/" + s.stage->name).c_str()));
       json_object* arr = json_object_new_array();
       for (uint32_t j : s.ids) json_object_array_add(arr, json_object_new_int64(j));
       json_object_object_add(o, "job_ids", arr);
@@ -255,22 +409,127 @@ int pipeline_submit(Args& args) {
     json_object_object_add(root, "stages", stages);
     print_json(root);
   } else {
-    printf("pipeline %s submitted: %zu stage%s, %zu job%s\n", id.c_str(), done.size(), done.size() == 1 ? "" : "s",
-           all.size(), all.size() == 1 ? "" : "s");
-    size_t width = 0;
-    for (const auto& s : done) width = std::max(width, s.stage->name.size());
-    for (const auto& s : done) {
-      printf("  %-*s  %u", static_cast<int>(width), s.stage->name.c_str(), s.ids[0]);
-      if (s.ids.size() > 1) {
-        std::vector<std::string> retries;
-        for (size_t k = 1; k < s.ids.size(); ++k) retries.push_back(std::to_string(s.ids[k]));
-        printf("  (retries, each if the one before fails: %s)", join(retries, ", ").c_str());
-      }
-      printf("\n");
-    }
-    fputs(notes.c_str(), stdout);
-    printf("see it with: mlsched pipeline status %s\n", id.c_str());
+    print_run(p.spec, run);
+    printf("see it with: mlsched pipeline status %s\n", run.id.c_str());
   }
+  return 0;
+}
+
+// Pipeline runs of `name` by `uid` that have not ended, newest first.
+std::vector<std::pair<std::string, std::vector<uint32_t>>> live_runs(const job_info_msg_t* all, const std::string& name,
+                                                                     uid_t uid) {
+  std::map<std::string, std::vector<uint32_t>> by_run;
+  for (uint32_t i = 0; all && i < all->record_count; ++i) {
+    const slurm_job_info_t& j = all->job_array[i];
+    if (j.user_id != uid) continue;
+    const uint32_t base = j.job_state & JOB_STATE_BASE;
+    if (base != JOB_PENDING && base != JOB_RUNNING && base != JOB_SUSPENDED) continue;
+    const JobRecord r = decode_job_record(str(j.admin_comment));
+    if (r.pipeline && is_run_of(r.pipeline->id, name)) by_run[r.pipeline->id].push_back(j.job_id);
+  }
+  std::vector<std::pair<std::string, std::vector<uint32_t>>> out(by_run.begin(), by_run.end());
+  for (auto& r : out) std::sort(r.second.begin(), r.second.end());
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second.back() > b.second.back(); });
+  return out;
+}
+
+// Keeps what a fire did in the cron job's own Comment (`pipeline status NAME` shows it).
+void record_fire(const std::string& outcome, const std::string& run, Concurrency concurrency) {
+  const char* env = getenv("SLURM_JOB_ID");
+  const auto job_id = parse_uint(env ? env : "");
+  if (!job_id || *job_id == 0 || *job_id > UINT32_MAX) return;  // run by hand, not by scrontab
+  job_info_msg_t* msg = nullptr;
+  ScheduleNote note;
+  note.concurrency = concurrency;
+  if (slurm_load_job(&msg, static_cast<uint32_t>(*job_id), SHOW_ALL) == SLURM_SUCCESS && msg && msg->record_count) {
+    const slurm_job_info_t& j = msg->job_array[0];
+    if (!(j.bitflags & CRON_JOB) || j.user_id != getuid()) {
+      slurm_free_job_info_msg(msg);
+      return;
+    }
+    if (auto old = decode_schedule_note(str(j.comment))) note = *old;
+  }
+  if (msg) slurm_free_job_info_msg(msg);
+  note.concurrency = concurrency;
+  note.last = time(nullptr);
+  note.last_outcome = outcome;
+  note.last_run = run;
+  (outcome == "submitted" ? note.submitted : outcome == "skipped" ? note.skipped : note.failed)++;
+  std::string comment = encode_schedule_note(note);
+  job_desc_msg_t update;
+  slurm_init_job_desc_msg(&update);
+  update.job_id = static_cast<uint32_t>(*job_id);
+  update.comment = comment.data();
+  if (slurm_update_job(&update) != SLURM_SUCCESS)
+    printf("note: could not record this in job %u's comment: %s\n", update.job_id, slurm_strerror(errno));
+}
+
+// What a recurring pipeline's scrontab entry runs at each time: reads the file again,
+// then submits a run, or skips it (concurrency forbid) while the last is still going.
+int pipeline_fire(Args& args) {
+  const std::string file = args.positional();
+  args.expect_no_more("pipeline fire");
+  if (file.empty()) throw UsageError("which pipeline file? mlsched pipeline fire FILE");
+  const std::string at = local_clock(time(nullptr));
+  slurm_init(nullptr);
+  LoadedPipeline p;
+  try {
+    p = load_pipeline_file(file);
+    if (p.spec.schedule.empty())
+      throw ToolError(file + " has no \"schedule\" any more; `mlsched pipeline unschedule NAME` removes this entry");
+  } catch (const ToolError& e) {
+    printf("%s: not run: %s\n", at.c_str(), e.what());
+    fflush(stdout);
+    record_fire("failed", "", Concurrency::forbid);
+    throw;
+  }
+  JobsMsg all;
+  if (slurm_load_jobs(0, &all.msg, SHOW_ALL) != SLURM_SUCCESS) {
+    printf("%s: not run: %s\n", at.c_str(), slurm_error("cannot read the job list").c_str());
+    record_fire("failed", "", p.spec.concurrency);
+    throw ToolError(slurm_error("cannot read the job list from slurmctld"));
+  }
+  const auto live = live_runs(all.msg, p.spec.name, getuid());
+  if (p.spec.concurrency == Concurrency::forbid && !live.empty()) {
+    std::vector<std::string> ids;
+    for (uint32_t j : live.front().second) ids.push_back(std::to_string(j));
+    printf("%s: skipped: run %s (job%s %s) is still going (concurrency forbid)\n", at.c_str(),
+           live.front().first.c_str(), ids.size() == 1 ? "" : "s", join(ids, ", ").c_str());
+    record_fire("skipped", live.front().first, p.spec.concurrency);
+    return 0;
+  }
+  SubmittedRun run;
+  try {
+    run = submit_run(p);
+  } catch (const ToolError& e) {
+    printf("%s: not run: %s\n", at.c_str(), e.what());
+    fflush(stdout);
+    record_fire("failed", "", p.spec.concurrency);
+    throw;
+  }
+  printf("%s: ", at.c_str());
+  print_run(p.spec, run);
+  if (!live.empty()) printf("  (concurrency allow: run %s is still going beside it)\n", live.front().first.c_str());
+  record_fire("submitted", run.id, p.spec.concurrency);
+  return 0;
+}
+
+int pipeline_unschedule(Args& args) {
+  const std::string name = args.positional();
+  args.expect_no_more("pipeline unschedule");
+  if (name.empty()) throw UsageError("which pipeline? mlsched pipeline unschedule NAME");
+  if (!is_pipeline_name(name)) throw UsageError(shown(name) + " is not a pipeline name");
+  bool found = false;
+  const std::string kept = crontab_without(read_scrontab(), name, &found);
+  if (!found) throw ToolError("your scrontab has no recurring pipeline " + name + " (scrontab -l shows what it has)");
+  if (trim(kept).empty()) {
+    const ChildResult r = run_child({"scrontab", "-r"}, "");
+    if (r.status != 0) throw ToolError("scrontab -r failed:\n" + indented(r.err, "  "));
+  } else {
+    write_scrontab(kept);
+  }
+  printf("pipeline %s removed from your scrontab: it is not run again (runs already submitted go on; "
+         "`mlsched pipeline cancel ID` stops one)\n", name.c_str());
   return 0;
 }
 
@@ -389,6 +648,77 @@ std::string load_named_pipeline(const std::string& given, JobsMsg& all) {
   return resolve_id(given, all.msg);
 }
 
+// `pipeline status NAME` of a recurring pipeline: its scrontab job (schedule, next
+// time, what the last time did) and the runs of it slurmctld still knows.
+int schedule_status(const std::string& name, const slurm_job_info_t& cron, const job_info_msg_t* all, bool json,
+                    time_t now) {
+  const auto note = decode_schedule_note(str(cron.comment));
+  const std::string schedule = trim(str(cron.cronspec));
+  const bool running = (cron.job_state & JOB_STATE_BASE) == JOB_RUNNING;
+  // Every run of it known to slurmctld, newest first, with its state.
+  std::map<std::string, std::vector<StageJob>> runs;
+  for (uint32_t i = 0; all && i < all->record_count; ++i) {
+    const slurm_job_info_t& j = all->job_array[i];
+    if (j.user_id != cron.user_id) continue;
+    const JobRecord r = decode_job_record(str(j.admin_comment));
+    if (r.pipeline && is_run_of(r.pipeline->id, name)) runs[r.pipeline->id].push_back(stage_job(j));
+  }
+  std::vector<PipelineStatus> statuses;
+  for (auto& [id, jobs] : runs) statuses.push_back(pipeline_status(id, jobs, now));
+  auto newest = [&](const PipelineStatus& p) {
+    uint32_t m = 0;
+    for (const auto& s : p.stages)
+      for (const auto& a : s.attempts) m = std::max(m, a.job_id);
+    return m;
+  };
+  std::sort(statuses.begin(), statuses.end(), [&](const auto& a, const auto& b) { return newest(a) > newest(b); });
+  if (json) {
+    json_object* root = json_object_new_object();
+    json_object_object_add(root, "pipeline", json_object_new_string(name.c_str()));
+    json_object_object_add(root, "schedule", json_object_new_string(schedule.c_str()));
+    json_object_object_add(root, "concurrency", note ? json_object_new_string(to_string(note->concurrency).c_str()) : nullptr);
+    json_object_object_add(root, "cron_job_id", json_object_new_int64(cron.job_id));
+    json_object_object_add(root, "firing", json_object_new_boolean(running));
+    json_object_object_add(root, "next_run", !running && cron.eligible_time ? json_object_new_int64(cron.eligible_time) : nullptr);
+    json_object* last = nullptr;
+    if (note) {
+      last = json_object_new_object();
+      json_object_object_add(last, "time", note->last ? json_object_new_int64(note->last) : nullptr);
+      json_object_object_add(last, "outcome", note->last_outcome.empty() ? nullptr : json_object_new_string(note->last_outcome.c_str()));
+      json_object_object_add(last, "run", note->last_run.empty() ? nullptr : json_object_new_string(note->last_run.c_str()));
+      json_object_object_add(last, "submitted", json_object_new_int64(note->submitted));
+      json_object_object_add(last, "skipped", json_object_new_int64(note->skipped));
+      json_object_object_add(last, "failed", json_object_new_int64(note->failed));
+    }
+    json_object_object_add(root, "last", last);
+    json_object* arr = json_object_new_array();
+    for (const auto& st : statuses) {
+      json_object* o = json_object_new_object();
+      json_object_object_add(o, "pipeline", json_object_new_string(st.id.c_str()));
+      json_object_object_add(o, "state", json_object_new_string(st.state.c_str()));
+      json_object_array_add(arr, o);
+    }
+    json_object_object_add(root, "runs", arr);
+    print_json(root);
+    return 0;
+  }
+  printf("pipeline %s: recurring, schedule \"%s\", concurrency %s (scrontab job %u)\n", name.c_str(), schedule.c_str(),
+         note ? to_string(note->concurrency).c_str() : "unknown", cron.job_id);
+  if (running) printf("  now: its scrontab job is running (submitting a run, or deciding to skip one)\n");
+  else printf("  next run: %s (%s)\n", local_clock(cron.eligible_time).c_str(),
+              cron.eligible_time > now ? ("in " + format_duration(cron.eligible_time - now)).c_str() : "now");
+  if (note) printf("  %s\n", format_schedule_note(*note, now).c_str());
+  else printf("  what it did last is unknown (its scrontab job's comment was changed)\n");
+  if (statuses.empty()) {
+    printf("  no run of it is known to slurmctld (a finished job leaves it MinJobAge after it ends)\n");
+  } else {
+    printf("  runs slurmctld knows, newest first:\n");
+    for (const auto& st : statuses) printf("    %-*s  %s\n", static_cast<int>(name.size() + 7), st.id.c_str(), st.state.c_str());
+  }
+  printf("a run's stages: mlsched pipeline status RUN; stop it: mlsched pipeline unschedule %s\n", name.c_str());
+  return 0;
+}
+
 int pipeline_status_cmd(Args& args) {
   const bool json = args.flag("--json");
   const std::string given = args.positional();
@@ -398,6 +728,10 @@ int pipeline_status_cmd(Args& args) {
   std::vector<std::string> notes;
   const time_t now = time(nullptr);
   const PipelineStatus st = load_status(id, all.msg, true, notes, now);
+  if (st.stages.empty() && !parse_uint(given) && is_pipeline_name(given)) {
+    if (const slurm_job_info_t* cron = schedule_job(all.msg, given, getuid()))
+      return schedule_status(given, *cron, all.msg, json, now);
+  }
   if (st.stages.empty())
     throw ToolError("no job of pipeline " + shown(id) + " is known to slurmctld (a finished job leaves it MinJobAge "
                     "after it ends; `mlsched history JOBID` still shows it)");
@@ -457,8 +791,10 @@ int cmd_pipeline(Args& args) {
   if (sub == "submit") return pipeline_submit(args);
   if (sub == "status") return pipeline_status_cmd(args);
   if (sub == "cancel") return pipeline_cancel(args);
-  if (sub.empty()) throw UsageError("submit, status or cancel?");
-  throw UsageError("unknown subcommand '" + sub + "' (submit, status, cancel)");
+  if (sub == "unschedule") return pipeline_unschedule(args);
+  if (sub == "fire") return pipeline_fire(args);
+  if (sub.empty()) throw UsageError("submit, status, cancel or unschedule?");
+  throw UsageError("unknown subcommand '" + sub + "' (submit, status, cancel, unschedule, fire)");
 }
 
 }  // namespace mlsched::tool
