@@ -727,16 +727,13 @@ std::string block_end(std::string_view name) { return "# mlsched pipeline " + st
 }  // namespace
 
 std::string schedule_block(const PipelineSpec& spec, const ScheduleEntry& e) {
-  ScheduleNote first;
-  first.concurrency = spec.concurrency;
   std::string b = block_begin(spec.name) + " (written by `mlsched pipeline submit`; remove it with `mlsched pipeline unschedule " +
                   spec.name + "`)\n";
   b += "#SCRON --job-name=" + schedule_job_name(spec.name) + "\n";
   // The cron job only submits the stages (a few sbatch calls): one CPU, minutes.
   b += "#SCRON --ntasks=1 --cpus-per-task=1 --time=10\n";
   b += "#SCRON --output=" + e.log + " --open-mode=append\n";
-  b += "#SCRON --comment=" + encode_schedule_note(first) + "\n";
-  std::string cmd = e.tool + " pipeline fire " + e.file;
+  std::string cmd = e.tool + " pipeline fire --name " + spec.name + " " + e.file;
   std::string env;
   if (!e.path_env.empty()) env += " PATH=" + e.path_env;
   if (!e.slurm_conf.empty()) env += " SLURM_CONF=" + e.slurm_conf;
@@ -776,7 +773,6 @@ constexpr std::string_view kNoteTag = "pipeline-schedule";
 }
 
 std::string encode_schedule_note(const ScheduleNote& n) {
-  // No blanks: it travels on a #SCRON line.
   std::string s = std::string(kNoteTag) + ";concurrency=" + to_string(n.concurrency) +
                   ";submitted=" + std::to_string(n.submitted) + ";skipped=" + std::to_string(n.skipped) +
                   ";failed=" + std::to_string(n.failed);
@@ -834,12 +830,15 @@ std::string format_schedule_note(const ScheduleNote& n, time_t now) {
     if (n.last_outcome == "submitted") s += "submitted run " + (n.last_run.empty() ? std::string("?") : n.last_run);
     else if (n.last_outcome == "skipped")
       s += "skipped, run " + (n.last_run.empty() ? std::string("?") : n.last_run) + " was still going (concurrency forbid)";
-    else s += "failed (its log says why)";
+    else s += "failed (the log says why)";
   }
   s += "; " + std::to_string(n.submitted) + " run" + (n.submitted == 1 ? "" : "s") + " submitted, " +
        std::to_string(n.skipped) + " skipped, " + std::to_string(n.failed) + " failed so far";
   return s;
 }
+
+std::string schedule_log_file(std::string_view name) { return std::string(name) + ".schedule.log"; }
+std::string schedule_state_file(std::string_view name) { return std::string(name) + ".schedule.state"; }
 
 bool is_run_of(std::string_view pipeline_id, std::string_view name) {
   if (pipeline_id.size() != name.size() + 7 || !starts_with(pipeline_id, name) || pipeline_id[name.size()] != '-')

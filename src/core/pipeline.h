@@ -147,9 +147,10 @@ std::string crontab_without(std::string_view crontab, std::string_view name, boo
 // The job name of the cron job of pipeline `name`.
 std::string schedule_job_name(std::string_view name);
 
-// What the cron job keeps in its own Comment (a field its user may change, so it is
-// only shown to that user, never trusted): the concurrency rule, how many times it
-// fired, and what it did the last time.
+// What the scheduled times did: the concurrency rule, how many times it fired, and
+// what it did the last time. Kept in schedule_state_file() beside the pipeline file,
+// written by the user's own cron job (Slurm refuses updates of scrontab jobs, so not
+// in the job), read back by `pipeline status NAME`: the user's text, shown, never trusted.
 struct ScheduleNote {
   Concurrency concurrency = Concurrency::forbid;
   uint32_t submitted = 0, skipped = 0, failed = 0;
@@ -160,6 +161,9 @@ struct ScheduleNote {
 std::string encode_schedule_note(const ScheduleNote& note);
 std::optional<ScheduleNote> decode_schedule_note(std::string_view comment);
 std::string format_schedule_note(const ScheduleNote& note, time_t now);
+// The files beside the pipeline file: each time's lines (the cron job's output) and the note.
+std::string schedule_log_file(std::string_view name);
+std::string schedule_state_file(std::string_view name);
 
 // The runs of a pipeline `name` (ids "<name>-<6 hex>") among pipeline ids.
 bool is_run_of(std::string_view pipeline_id, std::string_view name);

@@ -11,6 +11,8 @@
 #include <slurm/slurm_errno.h>
 
 #include <algorithm>
+#include <functional>
+#include <optional>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -34,7 +36,7 @@ const char* const kPipelineHelp =
     "       mlsched pipeline status ID|NAME [--json]\n"
     "       mlsched pipeline cancel ID\n"
     "       mlsched pipeline unschedule NAME\n"
-    "       mlsched pipeline fire FILE      (what a recurring pipeline's scrontab entry runs)\n"
+    "       mlsched pipeline fire --name NAME FILE   (what a recurring pipeline's scrontab entry runs)\n"
     "\n"
     "submit: checks the pipeline file (JSON: \"pipeline\" and \"stages\", each stage a\n"
     "name, a batch script relative to the file, \"after\" and \"retries\"; README,\n"
@@ -166,6 +168,7 @@ void cancel_jobs(const std::vector<uint32_t>& ids) {
 struct LoadedPipeline {
   PipelineSpec spec;
   std::map<std::string, std::string> scripts;  // by stage
+  std::string dir;                             // the file's directory, as given
   std::string absolute;                        // the file's absolute path ("" if unknown)
 };
 
@@ -204,6 +207,7 @@ LoadedPipeline load_pipeline_file(const std::string& file) {
   }
   if (!problems.empty()) throw ToolError("the pipeline was not submitted (no job was):\n  " + join(problems, "\n  "));
   out.spec = *parsed.spec;
+  out.dir = dir;
   // The directory as the kernel resolved the descriptor we read through.
   char buf[4096];
   const std::string link = "/proc/self/fd/" + std::to_string(d.fd.get());
@@ -286,8 +290,51 @@ void print_run(const PipelineSpec& spec, const SubmittedRun& run) {
 
 // ==== recurring pipelines ===========================================================
 
+std::string directory_of(const std::string& program);
+
+std::string directory_part(const std::string& file) {
+  const size_t slash = file.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+}
+
+// The note of recurring pipeline `name` beside its file in `dir` (nullopt: none or unreadable).
+std::optional<ScheduleNote> read_schedule_note(int dir_fd, const std::string& name, uid_t owner) {
+  const SmallFile f = read_small_file_at(dir_fd, schedule_state_file(name), owner, 4096);
+  if (!f.text) return std::nullopt;
+  return decode_schedule_note(*f.text);
+}
+
+// Updates the note beside the pipeline file with what this time did, as the user.
+// Returns "" or what went wrong (the time's line in the log says what it did anyway).
+std::string write_schedule_note(const std::string& dir, const std::string& name,
+                                const std::function<void(ScheduleNote&)>& change) {
+  OwnedDir d = open_owned_dir(dir, getuid(), false);
+  if (!d.error.empty()) return d.error;
+  ScheduleNote note = read_schedule_note(d.fd.get(), name, getuid()).value_or(ScheduleNote{});
+  change(note);
+  return write_file_atomically_at(d.fd.get(), schedule_state_file(name), encode_schedule_note(note) + "\n", 0644,
+                                  schedule_state_file(name));
+}
+
+void record_fire(const std::string& file, const std::string& name, const std::string& outcome, const std::string& run,
+                 Concurrency concurrency) {
+  const std::string e = write_schedule_note(directory_part(file), name, [&](ScheduleNote& note) {
+    note.concurrency = concurrency;
+    note.last = time(nullptr);
+    note.last_outcome = outcome;
+    note.last_run = run;
+    (outcome == "submitted" ? note.submitted : outcome == "skipped" ? note.skipped : note.failed)++;
+  });
+  if (!e.empty()) printf("note: could not keep this in %s: %s\n", schedule_state_file(name).c_str(), e.c_str());
+}
+
+
 // The user's scrontab as `scrontab -l` prints it ("" when there is none).
 std::string read_scrontab() {
+  if (directory_of("scrontab").empty())
+    throw ToolError("recurring pipelines are installed with Slurm's scrontab command, which is not on your PATH "
+                    "(Debian 12's slurm-client package does not include it; Slurm built from source does). "
+                    "Ask your admin, or submit the file without \"schedule\" from a cron of your own");
   const ChildResult r = run_child({"scrontab", "-l"}, "");
   if (r.status == 0) return r.out;
   if (r.status == 1 && starts_with(r.out, "no crontab for")) return "";
@@ -344,7 +391,7 @@ int install_schedule(const LoadedPipeline& p, bool json) {
   e.tool = checked_path("mlsched program", std::string(exe, static_cast<size_t>(n)));
   if (p.absolute.empty()) throw ToolError("cannot find the pipeline file's absolute path");
   e.file = checked_path("pipeline file", p.absolute);
-  e.log = checked_path("run log", p.absolute.substr(0, p.absolute.rfind('/')) + "/" + spec.name + ".schedule.log");
+  e.log = checked_path("run log", p.absolute.substr(0, p.absolute.rfind('/')) + "/" + schedule_log_file(spec.name));
   // The cron job runs with its user's login environment: name where sbatch is and
   // which slurm.conf, as they are now.
   const std::string sbatch_dir = directory_of("sbatch");
@@ -354,6 +401,10 @@ int install_schedule(const LoadedPipeline& p, bool json) {
 
   bool replaced = false;
   const std::string kept = crontab_without(read_scrontab(), spec.name, &replaced);
+  // The note starts (or goes on, counts kept) with this concurrency.
+  if (const std::string err = write_schedule_note(p.dir, spec.name, [&](ScheduleNote& n) { n.concurrency = spec.concurrency; });
+      !err.empty())
+    throw ToolError("cannot write " + schedule_state_file(spec.name) + " beside the pipeline file: " + err);
   write_scrontab(kept + (kept.empty() || kept.back() == '\n' ? "" : "\n") + schedule_block(spec, e));
 
   slurm_init(nullptr);
@@ -433,60 +484,35 @@ std::vector<std::pair<std::string, std::vector<uint32_t>>> live_runs(const job_i
   return out;
 }
 
-// Keeps what a fire did in the cron job's own Comment (`pipeline status NAME` shows it).
-void record_fire(const std::string& outcome, const std::string& run, Concurrency concurrency) {
-  const char* env = getenv("SLURM_JOB_ID");
-  const auto job_id = parse_uint(env ? env : "");
-  if (!job_id || *job_id == 0 || *job_id > UINT32_MAX) return;  // run by hand, not by scrontab
-  job_info_msg_t* msg = nullptr;
-  ScheduleNote note;
-  note.concurrency = concurrency;
-  if (slurm_load_job(&msg, static_cast<uint32_t>(*job_id), SHOW_ALL) == SLURM_SUCCESS && msg && msg->record_count) {
-    const slurm_job_info_t& j = msg->job_array[0];
-    if (!(j.bitflags & CRON_JOB) || j.user_id != getuid()) {
-      slurm_free_job_info_msg(msg);
-      return;
-    }
-    if (auto old = decode_schedule_note(str(j.comment))) note = *old;
-  }
-  if (msg) slurm_free_job_info_msg(msg);
-  note.concurrency = concurrency;
-  note.last = time(nullptr);
-  note.last_outcome = outcome;
-  note.last_run = run;
-  (outcome == "submitted" ? note.submitted : outcome == "skipped" ? note.skipped : note.failed)++;
-  std::string comment = encode_schedule_note(note);
-  job_desc_msg_t update;
-  slurm_init_job_desc_msg(&update);
-  update.job_id = static_cast<uint32_t>(*job_id);
-  update.comment = comment.data();
-  if (slurm_update_job(&update) != SLURM_SUCCESS)
-    printf("note: could not record this in job %u's comment: %s\n", update.job_id, slurm_strerror(errno));
-}
-
 // What a recurring pipeline's scrontab entry runs at each time: reads the file again,
 // then submits a run, or skips it (concurrency forbid) while the last is still going.
 int pipeline_fire(Args& args) {
+  const std::string name = args.value("--name");
   const std::string file = args.positional();
   args.expect_no_more("pipeline fire");
-  if (file.empty()) throw UsageError("which pipeline file? mlsched pipeline fire FILE");
+  if (file.empty() || !is_pipeline_name(name))
+    throw UsageError("which pipeline? mlsched pipeline fire --name NAME FILE");
   const std::string at = local_clock(time(nullptr));
   slurm_init(nullptr);
   LoadedPipeline p;
   try {
     p = load_pipeline_file(file);
     if (p.spec.schedule.empty())
-      throw ToolError(file + " has no \"schedule\" any more; `mlsched pipeline unschedule NAME` removes this entry");
+      throw ToolError(file + " has no \"schedule\" any more; `mlsched pipeline unschedule " + name +
+                      "` removes this entry");
+    if (p.spec.name != name)
+      throw ToolError(file + " now names its pipeline " + p.spec.name + ", not " + name +
+                      "; submit it again to schedule it under the new name, and unschedule " + name);
   } catch (const ToolError& e) {
     printf("%s: not run: %s\n", at.c_str(), e.what());
     fflush(stdout);
-    record_fire("failed", "", Concurrency::forbid);
+    record_fire(file, name, "failed", "", Concurrency::forbid);
     throw;
   }
   JobsMsg all;
   if (slurm_load_jobs(0, &all.msg, SHOW_ALL) != SLURM_SUCCESS) {
     printf("%s: not run: %s\n", at.c_str(), slurm_error("cannot read the job list").c_str());
-    record_fire("failed", "", p.spec.concurrency);
+    record_fire(file, name, "failed", "", p.spec.concurrency);
     throw ToolError(slurm_error("cannot read the job list from slurmctld"));
   }
   const auto live = live_runs(all.msg, p.spec.name, getuid());
@@ -495,7 +521,7 @@ int pipeline_fire(Args& args) {
     for (uint32_t j : live.front().second) ids.push_back(std::to_string(j));
     printf("%s: skipped: run %s (job%s %s) is still going (concurrency forbid)\n", at.c_str(),
            live.front().first.c_str(), ids.size() == 1 ? "" : "s", join(ids, ", ").c_str());
-    record_fire("skipped", live.front().first, p.spec.concurrency);
+    record_fire(file, name, "skipped", live.front().first, p.spec.concurrency);
     return 0;
   }
   SubmittedRun run;
@@ -504,13 +530,13 @@ int pipeline_fire(Args& args) {
   } catch (const ToolError& e) {
     printf("%s: not run: %s\n", at.c_str(), e.what());
     fflush(stdout);
-    record_fire("failed", "", p.spec.concurrency);
+    record_fire(file, name, "failed", "", p.spec.concurrency);
     throw;
   }
   printf("%s: ", at.c_str());
   print_run(p.spec, run);
   if (!live.empty()) printf("  (concurrency allow: run %s is still going beside it)\n", live.front().first.c_str());
-  record_fire("submitted", run.id, p.spec.concurrency);
+  record_fire(file, name, "submitted", run.id, p.spec.concurrency);
   return 0;
 }
 
@@ -652,7 +678,15 @@ std::string load_named_pipeline(const std::string& given, JobsMsg& all) {
 // time, what the last time did) and the runs of it slurmctld still knows.
 int schedule_status(const std::string& name, const slurm_job_info_t& cron, const job_info_msg_t* all, bool json,
                     time_t now) {
-  const auto note = decode_schedule_note(str(cron.comment));
+  // The note beside the pipeline file: the directory of the cron job's log (its
+  // StdOut), read as a file of the job's user whoever asks (root included).
+  std::optional<ScheduleNote> note;
+  const std::string log = str(cron.std_out);
+  if (starts_with(log, "/") && log.size() > schedule_log_file(name).size() &&
+      log.compare(log.size() - schedule_log_file(name).size(), std::string::npos, schedule_log_file(name)) == 0) {
+    OwnedDir d = open_owned_dir(directory_part(log), cron.user_id, false);
+    if (d.error.empty()) note = read_schedule_note(d.fd.get(), name, cron.user_id);
+  }
   const std::string schedule = trim(str(cron.cronspec));
   const bool running = (cron.job_state & JOB_STATE_BASE) == JOB_RUNNING;
   // Every run of it known to slurmctld, newest first, with its state.
@@ -708,7 +742,8 @@ int schedule_status(const std::string& name, const slurm_job_info_t& cron, const
   else printf("  next run: %s (%s)\n", local_clock(cron.eligible_time).c_str(),
               cron.eligible_time > now ? ("in " + format_duration(cron.eligible_time - now)).c_str() : "now");
   if (note) printf("  %s\n", format_schedule_note(*note, now).c_str());
-  else printf("  what it did last is unknown (its scrontab job's comment was changed)\n");
+  else printf("  what it did last is unknown (%s beside the pipeline file is missing or unreadable)\n",
+              schedule_state_file(name).c_str());
   if (statuses.empty()) {
     printf("  no run of it is known to slurmctld (a finished job leaves it MinJobAge after it ends)\n");
   } else {
