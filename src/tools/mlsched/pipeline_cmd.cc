@@ -270,7 +270,7 @@ SubmittedRun submit_run(const LoadedPipeline& p) {
   return run;
 }
 
-void print_run(const PipelineSpec& spec, const SubmittedRun& run) {
+void print_run(const SubmittedRun& run) {
   printf("pipeline %s submitted: %zu stage%s, %zu job%s\n", run.id.c_str(), run.done.size(),
          run.done.size() == 1 ? "" : "s", run.all.size(), run.all.size() == 1 ? "" : "s");
   size_t width = 0;
@@ -285,7 +285,6 @@ void print_run(const PipelineSpec& spec, const SubmittedRun& run) {
     printf("\n");
   }
   fputs(run.notes.c_str(), stdout);
-  (void)spec;
 }
 
 // ==== recurring pipelines ===========================================================
@@ -460,7 +459,7 @@ int pipeline_submit(Args& args) {
     json_object_object_add(root, "stages", stages);
     print_json(root);
   } else {
-    print_run(p.spec, run);
+    print_run(run);
     printf("see it with: mlsched pipeline status %s\n", run.id.c_str());
   }
   return 0;
@@ -534,7 +533,7 @@ int pipeline_fire(Args& args) {
     throw;
   }
   printf("%s: ", at.c_str());
-  print_run(p.spec, run);
+  print_run(run);
   if (!live.empty()) printf("  (concurrency allow: run %s is still going beside it)\n", live.front().first.c_str());
   record_fire(file, name, "submitted", run.id, p.spec.concurrency);
   return 0;
