@@ -217,12 +217,28 @@ def states(d):
     return ", ".join("%s %d" % (k, v) for k, v in sorted(d.items()))
 
 
+def shown_args(argv, meta):
+    """The command line as a committed report shows it: the trace by file name and
+    checksum, this machine's directories by their role, never a local path."""
+    out, prev = [], None
+    for a in argv:
+        if prev == "--trace" and meta.get("trace"):
+            a = "%s (sha256 %s...)" % (os.path.basename(a), trace_digest(meta)[:16])
+        elif prev in ("--out", "--build-dir", "--dir-prefix", "--plugin-dir"):
+            a = "<%s>" % prev[2:]
+        else:
+            a = shlex.quote(a)
+        out.append(a)
+        prev = argv[len(out) - 1]
+    return out
+
+
 def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
     mach = machine()
     now = datetime.datetime.utcnow()
     meta = results[0]["meta"] if results else {}
     lines = ["# Trace replay: stock Slurm vs mlsched", ""]
-    cmd = "bench/replay/run" + ("" if not argv else " " + " ".join(shlex.quote(a) for a in argv))
+    cmd = "bench/replay/run" + ("" if not argv else " " + " ".join(shown_args(argv, meta)))
     lines += ["Written by `%s` on %s UTC after %.0f minutes. Every number below comes from that run; "
               "stock and mlsched columns of a table come from the same run, side by side on this machine."
               % (cmd, now.strftime("%Y-%m-%d %H:%M"), (now.timestamp() - started) / 60.0), ""]
