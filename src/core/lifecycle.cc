@@ -415,8 +415,6 @@ JobHistory build_history(const HistoryInput& in) {
 
 namespace {
 
-std::string local_time(int64_t t) { return local_clock(t); }
-
 std::string gpu_seconds_text(double v) {
   char buf[64];
   if (v >= 3600) snprintf(buf, sizeof buf, "%.0f GPU-seconds (%.1f GPU-hours)", v, v / 3600);
@@ -426,7 +424,7 @@ std::string gpu_seconds_text(double v) {
 
 std::string checkpoint_text(const CheckpointReport& c) {
   return (c.name.empty() ? std::string("a checkpoint (name not reported)") : escape_controls(c.name)) + " marked at " +
-         local_time(c.time);
+         local_clock(c.time);
 }
 
 std::string indices_text(const std::map<std::string, std::vector<int>>& by_node) {
@@ -461,8 +459,8 @@ std::string format_history(const JobHistory& h, int64_t now) {
   if (!h.in_controller) out += "  slurmctld:  no longer holds the job; from accounting only\n";
   for (const auto& n : h.notes) out += "  note:       " + n + "\n";
   for (const auto& r : h.runs) {
-    out += "\nrun " + std::to_string(r.run) + "  " + local_time(r.start) + " - " +
-           (r.end ? local_time(r.end) : std::string("now")) + " (" +
+    out += "\nrun " + std::to_string(r.run) + "  " + local_clock(r.start) + " - " +
+           (r.end ? local_clock(r.end) : std::string("now")) + " (" +
            format_duration(std::max<int64_t>(0, (r.end ? r.end : now) - r.start)) + ")";
     out += " on " + (r.nodes.empty() ? std::string("unknown nodes") : shown(r.nodes, 256)) + ", " +
            std::to_string(r.gpus) + (r.gpus == 1 ? " GPU\n" : " GPUs\n");

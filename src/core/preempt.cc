@@ -98,16 +98,6 @@ constexpr std::string_view kTimesKey = mark_key::preempted;
 constexpr std::string_view kAtKey = mark_key::preempted_at;
 constexpr std::string_view kByKey = mark_key::preempted_by;
 constexpr std::string_view kLostKey = mark_key::lost_gpu_seconds;
-
-std::string local_time_text(int64_t t) {
-  const time_t tt = static_cast<time_t>(t);
-  struct tm tmv;
-  if (!localtime_r(&tt, &tmv)) return std::to_string(t);
-  char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tmv);
-  return buf;
-}
-
 }  // namespace
 
 PreemptionHistory preemption_history(std::string_view admin_comment) {
@@ -120,7 +110,7 @@ std::string with_preemption_recorded(std::string_view admin_comment, uint32_t pr
   const PreemptionHistory& h = r.preemptions;
   const double lost = h.lost_gpu_seconds + std::max(0.0, lost_gpu_seconds);
   r.set(kTimesKey, std::to_string(h.times + 1));
-  r.set(kAtKey, local_time_text(at));
+  r.set(kAtKey, local_clock(at, "%Y-%m-%dT%H:%M:%S"));
   r.set(kByKey, preemptor_job_id ? std::optional<std::string>(std::to_string(preemptor_job_id)) : std::nullopt);
   r.set(kLostKey, std::to_string(std::llround(lost)));
   r.set(mark_key::preempted_at_utc, std::to_string(at));

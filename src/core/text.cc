@@ -202,13 +202,13 @@ std::string shown(std::string_view user_text, size_t max_bytes) {
   return escape_controls(user_text.substr(0, cut)) + "...(" + std::to_string(user_text.size() - cut) + " more bytes)";
 }
 
-std::string local_clock(int64_t t) {
+std::string local_clock(int64_t t, const char* format) {
   if (t <= 0) return "unknown";
   const time_t tt = static_cast<time_t>(t);
   struct tm tmv;
   if (!localtime_r(&tt, &tmv)) return std::to_string(t);
   char buf[32];
-  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S", &tmv);
+  if (strftime(buf, sizeof buf, format, &tmv) == 0) return std::to_string(t);
   return buf;
 }
 

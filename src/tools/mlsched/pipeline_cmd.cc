@@ -164,6 +164,12 @@ void cancel_jobs(const std::vector<uint32_t>& ids) {
   for (uint32_t id : order) slurm_kill_job(id, SIGKILL, 0);
 }
 
+// The directory part of a path as given ("." for a bare name).
+std::string directory_part(const std::string& file) {
+  const size_t slash = file.rfind('/');
+  return slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
+}
+
 // A checked pipeline file with its scripts, read as the user who runs the tool.
 struct LoadedPipeline {
   PipelineSpec spec;
@@ -176,9 +182,8 @@ LoadedPipeline load_pipeline_file(const std::string& file) {
   // The file and every script are read through one checked directory descriptor,
   // with O_NOFOLLOW, as regular files of the user who submits, up to a bound.
   const uid_t uid = getuid();
-  const size_t slash = file.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
-  const std::string base = slash == std::string::npos ? file : file.substr(slash + 1);
+  const std::string dir = directory_part(file);
+  const std::string base = file.substr(file.rfind('/') + 1);  // npos + 1 == 0: the whole name
   OwnedDir d = open_owned_dir(dir, uid, false);
   if (!d.error.empty()) throw ToolError(file + ": " + d.error);
   const SmallFile text = read_small_file_at(d.fd.get(), base, uid, kMaxPipelineFileBytes);
@@ -290,11 +295,6 @@ void print_run(const SubmittedRun& run) {
 // ==== recurring pipelines ===========================================================
 
 std::string directory_of(const std::string& program);
-
-std::string directory_part(const std::string& file) {
-  const size_t slash = file.rfind('/');
-  return slash == std::string::npos ? "." : slash == 0 ? "/" : file.substr(0, slash);
-}
 
 // The note of recurring pipeline `name` beside its file in `dir` (nullopt: none or unreadable).
 std::optional<ScheduleNote> read_schedule_note(int dir_fd, const std::string& name, uid_t owner) {
