@@ -14,6 +14,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
+def mlsched_profile_text(args):
+    if getattr(args, "mlsched_profile", "default") != "ml":
+        return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)"
+    return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (attained service for all teams, "
+            "least-attained-service preemption within a team), levels at %s real GPU-seconds, promoted after %d s"
+            % (args.attained_thresholds, args.attained_promote_after))
+
+
 def fmt(v, digits=1, unit=""):
     if v is None:
         return "-"
@@ -278,6 +286,7 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
                   "| preemption | best-effort trace jobs are preemptible (stock: QOS scavenger, preempted by QOS normal; "
                   "mlsched: `preemptible=yes`); checkpoint signal %d s before requeue; no preemption before %s s of run |"
                   % (args.checkpoint_grace, fmt(args.preempt_min_run, 0)),
+                  "| mlsched configuration | %s |" % mlsched_profile_text(args),
                   "| fair share | PriorityDecayHalfLife %d min, PriorityCalcPeriod 1 min on both |" % args.half_life_minutes,
                   "| requeue delay | launch credentials expire after %d s (`AuthInfo=...,cred_expire=`), both |"
                   % args.cred_expire,

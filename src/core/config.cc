@@ -57,7 +57,7 @@ std::vector<std::string> with_priority_keys(std::vector<std::string> keys) {
 
 // ==== preempt/mlsched keys (top level) ==========================================
 const std::vector<std::string> kPreemptKeys = {"PreemptMinRunTime", "PreemptMaxPerJob", "PreemptForLargeGangGpus",
-                                               "PreemptForLargeGangWait"};
+                                               "PreemptForLargeGangWait", "PreemptForAttainedService"};
 
 bool is_preempt_key(const std::string& canonical) {
   for (const auto& k : kPreemptKeys)
@@ -114,6 +114,12 @@ class Parser {
       if (ok) handle_line(pairs);
     }
     check_domains();
+    // Checked once the whole file is read: AttainedService may come after it.
+    if (config_.preempt_for_attained_service && !config_.attained_service.enabled()) {
+      line_ = attained_preempt_line_;
+      error("PreemptForAttainedService=yes needs AttainedService= (all, or the teams and partitions it applies to): "
+            "its levels are what the preemption compares");
+    }
     ConfigResult result;
     result.errors = errors_;
     if (errors_.empty()) result.config = config_;
@@ -191,6 +197,13 @@ class Parser {
           if (auto v = count(w, 1000000)) config_.preempt_for_large_gang_gpus = *v;
         } else if (*key == "PreemptForLargeGangWait") {
           if (auto v = seconds(w, 100000000)) config_.preempt_for_large_gang_wait = *v;
+        } else if (*key == "PreemptForAttainedService") {
+          if (auto v = parse_bool(w.value)) {
+            config_.preempt_for_attained_service = *v;
+            attained_preempt_line_ = line_;
+          } else {
+            error("PreemptForAttainedService=" + w.value + " must be yes or no");
+          }
         }
       }  // ==== end preempt/mlsched
     }
@@ -432,6 +445,7 @@ class Parser {
 
   std::string source_;
   int line_ = 0;
+  int attained_preempt_line_ = 0;
   Config config_;
   std::vector<std::string> errors_;
 };

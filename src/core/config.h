@@ -65,6 +65,13 @@ struct Config {
   // a stream of small borrowing jobs cannot starve it. 0 turns the rule off.
   uint32_t preempt_for_large_gang_gpus = 16;
   uint32_t preempt_for_large_gang_wait = 7200;
+  // Tiresias' least-attained-service preemption, within a team: a waiting job may
+  // checkpoint-preempt a running preemptible job of its own team whose attained
+  // GPU-time (earlier runs plus this one) is in a higher AttainedService level than
+  // its own. Short jobs then pass long ones without runtime estimates; a team's
+  // GPUs stay its own, so no team gains at another's expense. Needs AttainedService
+  // (the levels, and where they apply). Off by default.
+  bool preempt_for_attained_service = false;
   // ==== end preempt/mlsched =======================================================
 
   // ==== priority/mlsched: fair share, quotas and priority weights ==============

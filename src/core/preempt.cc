@@ -24,6 +24,7 @@ const char* verdict_name(PreemptVerdict v) {
     case PreemptVerdict::victim_within_quota: return "VictimWithinQuota";
     case PreemptVerdict::preemptor_borrowing: return "PreemptorBorrowing";
     case PreemptVerdict::same_team: return "SameTeam";
+    case PreemptVerdict::victim_not_higher_level: return "VictimNotHigherAttainedLevel";
     case PreemptVerdict::victim_too_young: return "VictimTooYoung";
     case PreemptVerdict::victim_preempted_too_often: return "VictimPreemptedTooOften";
     case PreemptVerdict::victim_out_of_restarts: return "VictimOutOfRestarts";
@@ -37,12 +38,22 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
                            int64_t now) {
   if (preemptor.job_id == victim.job_id) return PreemptVerdict::same_job;
   if (!victim.preemptible) return PreemptVerdict::victim_not_preemptible;
-  // Reclaiming is for guarantees: a job that would itself run on borrowed GPUs has
-  // no claim on anyone's, except a large gang that has waited too long: small
-  // borrowing jobs filling every GPU as it frees up would otherwise starve it.
-  if (preemptor.borrowing && !starving_large_gang(preemptor, config, now)) return PreemptVerdict::preemptor_borrowing;
-  if (preemptor.team == victim.team) return PreemptVerdict::same_team;
-  if (!victim.borrowing) return PreemptVerdict::victim_within_quota;
+  if (preemptor.team == victim.team) {
+    // Inside a team, least attained service first: the GPUs change hands within the
+    // team, so its standing against other teams (and whether it borrows) is as it was.
+    if (!config.preempt_for_attained_service) return PreemptVerdict::same_team;
+    const int theirs = running_attained_level(victim, config, now);
+    const int mine = waiting_attained_level(preemptor, config, now);
+    if (theirs < 0 || mine < 0) return PreemptVerdict::same_team;
+    if (theirs <= mine) return PreemptVerdict::victim_not_higher_level;
+  } else {
+    // Reclaiming is for guarantees: a job that would itself run on borrowed GPUs has
+    // no claim on anyone's, except a large gang that has waited too long: small
+    // borrowing jobs filling every GPU as it frees up would otherwise starve it.
+    if (preemptor.borrowing && !starving_large_gang(preemptor, config, now))
+      return PreemptVerdict::preemptor_borrowing;
+    if (!victim.borrowing) return PreemptVerdict::victim_within_quota;
+  }
   if (now - victim.start_time < static_cast<int64_t>(config.preempt_min_run_time))
     return PreemptVerdict::victim_too_young;
   // The admin's cap counts preemptions only; the job's own max-restarts counts every
@@ -54,6 +65,21 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
     return PreemptVerdict::no_useful_gpus;
   if (victim.gpus() == 0) return PreemptVerdict::no_useful_gpus;
   return PreemptVerdict::allowed;
+}
+
+int running_attained_level(const PreemptCandidate& victim, const Config& config, int64_t now) {
+  if (!config.attained_service.enabled() || !attained_service_applies(config, victim.team, victim.partition))
+    return -1;
+  const double this_run = static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, now - victim.start_time));
+  // A running job is never promoted: promotion is for waiting.
+  return attained_service_level(config, victim.attained_gpu_seconds + this_run, 0);
+}
+
+int waiting_attained_level(const Preemptor& preemptor, const Config& config, int64_t now) {
+  if (!config.attained_service.enabled() || !attained_service_applies(config, preemptor.team, preemptor.partition))
+    return -1;
+  const int64_t waited = preemptor.queued_since > 0 ? std::max<int64_t>(0, now - preemptor.queued_since) : 0;
+  return attained_service_level(config, preemptor.attained_gpu_seconds, waited);
 }
 
 bool starving_large_gang(const Preemptor& preemptor, const Config& config, int64_t now) {

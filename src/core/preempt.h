@@ -35,6 +35,8 @@ struct PreemptCandidate {
   uint32_t checkpoint_interval = 0;            // declared seconds between checkpoints; 0 = none
   std::optional<int64_t> last_checkpoint;      // last *completed* checkpoint as the job reported it
                                                // (checkpoint_report(); unchecked, see lost_work)
+  std::string partition;                       // for AttainedService=partition:<name>
+  double attained_gpu_seconds = 0;             // of its earlier runs (its attained-gpu-seconds mark)
 
   uint32_t gpus() const;
 };
@@ -48,7 +50,18 @@ struct Preemptor {
   bool borrowing = false; // starting it would take its team beyond its guarantee
   Locality locality = Locality::any;  // node / nvlink-domain: its GPUs must be in one such unit
   int64_t eligible_since = 0;  // when it last became eligible to start (Slurm's begin time); 0 = unknown
+  std::string partition;       // for AttainedService=partition:<name>
+  double attained_gpu_seconds = 0;  // of its earlier runs (a requeued job); 0 for a fresh one
+  int64_t queued_since = 0;    // when it last became pending (for promotion); 0 = unknown, no promotion
 };
+
+// ==== attained-service preemption (PreemptForAttainedService) ====================
+// A running job's level counts this run's GPU-seconds too; a waiting job's is the
+// priority term's level (attained_service_level, promoted after a long wait). -1
+// where attained service does not apply to the job.
+int running_attained_level(const PreemptCandidate& victim, const Config& config, int64_t now);
+int waiting_attained_level(const Preemptor& preemptor, const Config& config, int64_t now);
+// ==== end attained-service preemption ===========================================
 
 // A large gang that has waited too long: at least PreemptForLargeGangGpus GPUs and
 // eligible for PreemptForLargeGangWait seconds or more. It may reclaim other teams'
@@ -61,7 +74,9 @@ enum class PreemptVerdict {
   victim_not_preemptible,   // preemptible=no (directive or job type default)
   victim_within_quota,      // the victim's team is inside its guarantee: nothing to reclaim
   preemptor_borrowing,      // an over-quota (borrowing) job never preempts
-  same_team,                // teams share within themselves through priority, not preemption
+  same_team,                // teams share within themselves through priority (and, with
+                            // PreemptForAttainedService, attained-service levels)
+  victim_not_higher_level,  // same team, but the victim's attained-service level is not above the preemptor's
   victim_too_young,         // ran less than PreemptMinRunTime since it (re)started
   victim_preempted_too_often,  // preempt/mlsched preempted it PreemptMaxPerJob times already
   victim_out_of_restarts,   // it was requeued (for any reason) as often as its max-restarts allows
@@ -71,9 +86,11 @@ enum class PreemptVerdict {
 const char* verdict_name(PreemptVerdict v);
 
 // Who may preempt whom. Rules, in the order they are checked: a job never preempts
-// itself; only preemptible victims; a borrowing preemptor preempts nothing, unless
-// it is a starving large gang (starving_large_gang); only other teams' borrowing
-// jobs; not before PreemptMinRunTime; not a job preempt/mlsched already preempted
+// itself; only preemptible victims; within a team only by attained service
+// (PreemptForAttainedService: the victim's level above the preemptor's, the team's
+// GPUs staying its own); across teams a borrowing preemptor preempts nothing,
+// unless it is a starving large gang (starving_large_gang), and only other teams'
+// borrowing jobs; not before PreemptMinRunTime; not a job preempt/mlsched already preempted
 // PreemptMaxPerJob times (its `preempted=` mark: time-limit and node-failure
 // requeues do not count), nor one whose requeues of any kind reached its own
 // max-restarts (the directive caps the job's restarts in all); only jobs holding

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from conftest import wait_for
-from test_priority import charging, saved_state
+from test_priority import charging, saved_state, sprio
 from test_select import hostnames
 
 REPO = Path(__file__).resolve().parents[2]
@@ -293,6 +293,58 @@ def test_within_quota_job_reclaims_gpus_from_the_borrower_losing_least_work(pree
     print(f"\nmlsched metrics after the preemption: nlp preemptions "
           f"{after[('mlsched_team_preemptions', nlp)]:.0f}, lost GPU-seconds "
           f"{after[('mlsched_team_preemption_lost_gpu_seconds', nlp)]:.0f} (b1's mark: {lost})")
+
+
+def test_fresh_job_preempts_its_teams_job_once_that_attained_more_service(preempt_cluster, mlsched_conf):
+    """PreemptForAttainedService (the ML cluster profile): inside team nlp, a fresh job
+    waits while the job on its node is in the same attained-service level, and takes
+    the GPUs once that job's GPU-time crosses the level's boundary (8 GPUs x 30 s =
+    240 GPU-seconds); the victim checkpoints, is requeued and then waits in the
+    higher level (sprio's SITE term) behind the fresh job."""
+    cluster, jobs, files = preempt_cluster
+    mlsched_conf.append(*SETTINGS, "AttainedService=all", "AttainedServiceThresholds=240",
+                        "AttainedServicePromoteAfter=0", "PreemptForAttainedService=yes",
+                        plugin="preempt/mlsched", tag="attained-service preemption")
+    node = ("-w", "gpu16")  # one 8-GPU a100 node for both, so one must give way
+    long_job, long_out = trainer(cluster, jobs, files, BOB, "nlp", "long", 600, checkpoint_every=5, extra=node)
+    cluster.wait_state(long_job, {"RUNNING"})
+    long_start = epoch(cluster.job_field(long_job, "StartTime"))
+    fresh, fresh_out = trainer(cluster, jobs, files, BOB, "nlp", "fresh", 600, preemptible="no", extra=node)
+    # Same level (0) for the first 30 s of the long job's run: the fresh job waits,
+    # however often the schedulers look at it (backfill every 2 s).
+    first_eval = wait_for(lambda: cluster.job_field(fresh, "LastSchedEval") not in (None, "Unknown")
+                          and cluster.job_field(fresh, "LastSchedEval"), "the fresh job to be scheduled once")
+    wait_for(lambda: cluster.job_field(fresh, "LastSchedEval") != first_eval, "the fresh job to be scheduled again")
+    if time.time() < long_start + 28:
+        assert cluster.job_field(fresh, "JobState") == "PENDING", cluster.show_job(fresh)
+        assert restarts(cluster, long_job) == 0
+    # Level 1 from 30 s on: the long job gets its checkpoint signal and gives way.
+    m = wait_for(lambda: re.search(r"checkpoint at step (\d+) \(signal at ([\d.]+)", output(long_out)),
+                 "the long job to checkpoint on its signal", timeout=90)
+    step = int(m.group(1))
+    cluster.wait_state(fresh, {"RUNNING"}, timeout=60)
+    admin = cluster.job_field(long_job, "AdminComment")
+    assert f"preempted=1 " in admin and f"preempted-by={fresh} " in admin, admin
+    at = epoch(re.search(r"preempted-at=(\S+)", admin).group(1))
+    assert at >= long_start + 30, (long_start, at, admin)  # not before its GPU-time crossed 240
+    assert at <= long_start + 30 + 20, (long_start, at, admin)  # and soon after (backfill runs every 2 s)
+    text, data = why(cluster, long_job, user=BOB)
+    assert f"by job {fresh}; work lost, estimated:" in text, text
+    assert data["preemptions"]["last_by"] == int(fresh), data
+    # Requeued, it carries its attained GPU-time and waits in level 1: sprio's SITE
+    # is the training weight (1000) minus the full attained-service weight (5000).
+    start_requeued_now(cluster, long_job)
+    wait_for(lambda: float(re.search(r"attained-gpu-seconds=([\d.]+)",
+                                     cluster.job_field(long_job, "AdminComment") or "attained-gpu-seconds=0")
+                           .group(1)) >= 240, "the long job's attained GPU-time to be recorded", timeout=30)
+    wait_for(lambda: (sprio(cluster, long_job) or {}).get("SITE") == 1000 - 5000,
+             "sprio to show the requeued job's attained-service term", timeout=60)
+    # The fresh job (level 0, and not preemptible) keeps its GPUs.
+    time.sleep(5)
+    assert cluster.job_field(fresh, "JobState") == "RUNNING" and restarts(cluster, fresh) == 0
+    assert cluster.job_field(long_job, "JobState") == "PENDING", cluster.show_job(long_job)
+    print(f"\nattained-service preemption: long job {long_job} started {long_start}, preempted at +{at - long_start} s "
+          f"(level boundary at +30 s) by {fresh}, checkpointed at step {step}")
 
 
 def test_known_nodes_are_never_reported_unknown_in_nvlink_domains(cluster):

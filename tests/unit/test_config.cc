@@ -1,4 +1,6 @@
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <unistd.h>
 #include <csignal>
 
@@ -106,6 +108,30 @@ START_TEST(placement_keys) {
 }
 END_TEST
 
+// The files the project ships: etc/mlsched.conf as installed, and with the ML cluster
+// profile appended as its header says (what bench/replay's ML runs use).
+START_TEST(shipped_config_and_ml_profile_parse) {
+  const char* top = getenv("top_srcdir");
+  ck_assert_msg(top && *top, "top_srcdir is not set (run through make check)");
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    ck_assert_msg(in.good(), "%s cannot be read", path.c_str());
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string base = read(std::string(top) + "/etc/mlsched.conf");
+  auto r = parse_config(base, "etc/mlsched.conf");
+  ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
+  ck_assert(!r.config->preempt_for_attained_service);
+  ck_assert(!r.config->attained_service.enabled());
+  r = parse_config(base + read(std::string(top) + "/etc/mlsched-ml-profile.conf"), "mlsched.conf + ml profile");
+  ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
+  ck_assert(r.config->preempt_for_attained_service);
+  ck_assert(r.config->attained_service.all);
+  ck_assert_uint_eq(r.config->attained_service_thresholds.size(), 2);
+  ck_assert_uint_eq(r.config->attained_service_thresholds[0], 3600);
+}
+END_TEST
+
 START_TEST(missing_file_is_an_error) {
   auto r = load_config_file("/nonexistent/mlsched.conf");
   ck_assert(!r.config.has_value());
@@ -145,6 +171,7 @@ Suite* config_suite() {
   tcase_add_test(tc, bad_values_are_rejected);
   tcase_add_test(tc, placement_keys);
   tcase_add_test(tc, missing_file_is_an_error);
+  tcase_add_test(tc, shipped_config_and_ml_profile_parse);
   tcase_add_test(tc, empty_or_oversized_file_is_an_error);
   suite_add_tcase(s, tc);
   return s;

@@ -342,6 +342,99 @@ START_TEST(large_gang_config_keys_are_typed) {
 }
 END_TEST
 
+// PreemptForAttainedService: inside a team, a job in a lower attained-service level
+// takes GPUs from a running job in a higher one (its earlier runs and this run
+// counted), with every other rule still applying; never across teams.
+START_TEST(attained_service_preempts_within_a_team_by_level) {
+  Config config = base_config();
+  config.attained_service.all = true;
+  config.attained_service_thresholds = {3600, 36000};  // GPU-seconds
+  config.attained_service_promote_after = 7200;
+  config.preempt_for_attained_service = true;
+  auto verdict = [&](const Preemptor& p, const PreemptCandidate& v) {
+    return std::string(verdict_name(may_preempt(p, v, config, kNow)));
+  };
+  auto fresh = preemptor(4);
+  fresh.team = "nlp";
+  fresh.queued_since = kNow - 60;
+  fresh.borrowing = true;  // beyond nlp's guarantee: within the team that does not matter
+  // 4 GPUs for an hour = 14,400 GPU-seconds: level 1. The fresh job is level 0.
+  auto v = victim(1, {{"n1", 4}});
+  v.borrowing = false;
+  ck_assert_int_eq(running_attained_level(v, config, kNow), 1);
+  ck_assert_int_eq(waiting_attained_level(fresh, config, kNow), 0);
+  ck_assert_string_eq(verdict(fresh, v), "Allowed");
+  // One GPU-second short of the first threshold: same level, no preemption.
+  v.start_time = kNow - 899;
+  v.gpus_on_node = {{"n1", 4}};
+  ck_assert_int_eq(running_attained_level(v, config, kNow), 0);
+  ck_assert_string_eq(verdict(fresh, v), "VictimNotHigherAttainedLevel");
+  // Earlier runs count for the victim...
+  v.attained_gpu_seconds = 4;
+  ck_assert_int_eq(running_attained_level(v, config, kNow), 1);
+  v.start_time = kNow - 3600;  // (old enough for PreemptMinRunTime below)
+  // ... and for the preemptor: a requeued job of level 1 does not pass another level-1 job.
+  auto requeued = fresh;
+  requeued.attained_gpu_seconds = 5000;
+  ck_assert_string_eq(verdict(requeued, v), "VictimNotHigherAttainedLevel");
+  // until it has waited AttainedServicePromoteAfter: promoted to level 0.
+  requeued.queued_since = kNow - 7200;
+  ck_assert_int_eq(waiting_attained_level(requeued, config, kNow), 0);
+  ck_assert_string_eq(verdict(requeued, v), "Allowed");
+  // A running job is never promoted, however long ago it was queued.
+  v.attained_gpu_seconds = 40000;
+  ck_assert_int_eq(running_attained_level(v, config, kNow), 2);
+  v.attained_gpu_seconds = 0;
+  // The other rules still hold.
+  auto w = v;
+  w.preemptible = false;
+  ck_assert_string_eq(verdict(fresh, w), "VictimNotPreemptible");
+  w = v;
+  w.start_time = kNow - 299;
+  w.attained_gpu_seconds = 100000;
+  ck_assert_string_eq(verdict(fresh, w), "VictimTooYoung");
+  w = v;
+  w.times_preempted = 5;
+  ck_assert_string_eq(verdict(fresh, w), "VictimPreemptedTooOften");
+  auto wants_h100 = fresh;
+  wants_h100.gpu_type = "h100";
+  ck_assert_string_eq(verdict(wants_h100, v), "NoUsefulGpus");
+  // Across teams nothing changes: a level-2 job of a team within its guarantee stays.
+  auto other = v;
+  other.team = "research";
+  other.attained_gpu_seconds = 100000;
+  auto within = fresh;
+  within.borrowing = false;
+  ck_assert_string_eq(verdict(within, other), "VictimWithinQuota");
+  ck_assert_string_eq(verdict(fresh, other), "PreemptorBorrowing");
+  // Where attained service does not apply, or the lever is off: SameTeam.
+  config.attained_service.all = false;
+  config.attained_service.teams = {"vision"};
+  ck_assert_int_eq(running_attained_level(v, config, kNow), -1);
+  ck_assert_string_eq(verdict(fresh, v), "SameTeam");
+  config.attained_service.all = true;
+  config.preempt_for_attained_service = false;
+  ck_assert_string_eq(verdict(fresh, v), "SameTeam");
+}
+END_TEST
+
+START_TEST(attained_service_preemption_key_needs_its_levels) {
+  Config defaults;
+  ck_assert(!defaults.preempt_for_attained_service);
+  auto r = parse_config("PreemptForAttainedService=yes\nAttainedService=team:nlp\n", "mlsched.conf");
+  ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
+  ck_assert(r.config->preempt_for_attained_service);
+  r = parse_config("PreemptForAttainedService=no\n", "mlsched.conf");
+  ck_assert(r.config.has_value());
+  auto bad = parse_config("# levers\nPreemptForAttainedService=yes\n", "mlsched.conf");
+  ck_assert(!bad.config.has_value());
+  ck_assert_contains(bad.errors.at(0), "mlsched.conf:2: PreemptForAttainedService=yes needs AttainedService=");
+  bad = parse_config("PreemptForAttainedService=maybe\nAttainedService=all\n", "mlsched.conf");
+  ck_assert(!bad.config.has_value());
+  ck_assert_contains(bad.errors.at(0), "mlsched.conf:1: PreemptForAttainedService=maybe must be yes or no");
+}
+END_TEST
+
 START_TEST(borrowing_mark_is_the_source_of_truth_under_priority_mlsched) {
   // priority/mlsched loaded: its mark decides, whatever the estimate says.
   auto d = decide_borrowing(std::string("yes"), true, false);
@@ -425,6 +518,8 @@ Suite* preempt_suite() {
   tcase_add_test(rules, preempt_config_keys_are_typed);
   tcase_add_test(rules, large_gang_that_waited_too_long_reclaims_borrowed_gpus);
   tcase_add_test(rules, large_gang_config_keys_are_typed);
+  tcase_add_test(rules, attained_service_preempts_within_a_team_by_level);
+  tcase_add_test(rules, attained_service_preemption_key_needs_its_levels);
   tcase_add_test(rules, borrowing_mark_is_the_source_of_truth_under_priority_mlsched);
   tcase_add_test(rules, preemption_history_is_kept_beside_the_directives);
   tcase_add_test(rules, preemption_time_reads_the_same_in_any_time_zone);

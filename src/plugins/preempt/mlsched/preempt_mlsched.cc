@@ -1,7 +1,8 @@
 // preempt/mlsched: checkpoint-signal preemption that loses the least work. A team
 // within its guaranteed GPU quota reclaims GPUs from other teams' borrowing,
-// preemptible jobs; the victims get their checkpoint signal, their own
-// checkpoint-grace to save, and are requeued.
+// preemptible jobs; with PreemptForAttainedService a team's fresh jobs also take
+// GPUs from its own jobs that attained more service. The victims get their
+// checkpoint signal, their own checkpoint-grace to save, and are requeued.
 //
 // How it fits Slurm 22.05 (src/slurmctld/preempt.c): for one pending job, Slurm
 // asks preempt_p_preemptable() about every running job, then sorts the accepted
@@ -137,6 +138,8 @@ mlsched::PreemptCandidate candidate_of(const job_record_t* job_ptr, const mlsche
   const auto record = mlsched::plugin::job_record_of(job_ptr);
   c.times_preempted = record->preemptions.times;
   c.restarts = job_ptr->restart_cnt;
+  c.attained_gpu_seconds = record->marks.attained_gpu_seconds;
+  if (job_ptr->part_ptr) c.partition = str(job_ptr->part_ptr->name);
   // What `mlsched ckpt done` reported in the job's Comment: string parsing only
   // (callers hold the job lock). lost_work() clamps it to this run, so a false
   // report can only make this job the cheaper victim.
@@ -301,6 +304,11 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, const mlsche
   // passed) and again on a requeue: the large-gang rule counts from there.
   if (preemptor_ptr->details) p.eligible_since = preemptor_ptr->details->begin_time;
   const auto record = mlsched::plugin::job_record_of(preemptor_ptr);
+  // Attained service: Slurm's submit time is that of the last requeue, when the job
+  // last became pending (priority/mlsched's queued time).
+  p.attained_gpu_seconds = record->marks.attained_gpu_seconds;
+  if (preemptor_ptr->details) p.queued_since = preemptor_ptr->details->submit_time;
+  if (preemptor_ptr->part_ptr) p.partition = str(preemptor_ptr->part_ptr->name);
   if (const auto& d = record->directives) {
     // Only a strict locality binds the select plugin; a preferred one may widen.
     if (d->locality_mode == mlsched::LocalityMode::strict) p.locality = d->locality;
