@@ -15,11 +15,13 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 
 def mlsched_profile_text(args):
+    scaled = ("; both: PriorityMaxAge %d s (as stock's), PreemptForLargeGangWait %d s (2 h of trace time)"
+              % (max(1, args.half_life_minutes) * 60, max(1, round(7200 / args.compression))))
     if getattr(args, "mlsched_profile", "default") != "ml":
-        return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)"
+        return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)" + scaled
     return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (attained service for all teams, "
             "least-attained-service preemption within a team), levels at %s real GPU-seconds, promoted after %d s"
-            % (args.attained_thresholds, args.attained_promote_after))
+            % (args.attained_thresholds, args.attained_promote_after)) + scaled
 
 
 def fmt(v, digits=1, unit=""):
