@@ -303,7 +303,7 @@ def test_fresh_job_preempts_its_teams_job_once_that_attained_more_service(preemp
     higher level (sprio's SITE term) behind the fresh job."""
     cluster, jobs, files = preempt_cluster
     mlsched_conf.append(*SETTINGS, "AttainedService=all", "AttainedServiceThresholds=240",
-                        "AttainedServicePromoteAfter=0", "PreemptForAttainedService=yes",
+                        "AttainedServicePromoteAfter=0", "PreemptForAttainedService=yes", "PriorityCalcPeriod=1",
                         plugin="preempt/mlsched", tag="attained-service preemption")
     node = ("-w", "gpu16")  # one 8-GPU a100 node for both, so one must give way
     long_job, long_out = trainer(cluster, jobs, files, BOB, "nlp", "long", 600, checkpoint_every=5, extra=node)
@@ -338,7 +338,8 @@ def test_fresh_job_preempts_its_teams_job_once_that_attained_more_service(preemp
                                      cluster.job_field(long_job, "AdminComment") or "attained-gpu-seconds=0")
                            .group(1)) >= 240, "the long job's attained GPU-time to be recorded", timeout=30)
     wait_for(lambda: (sprio(cluster, long_job) or {}).get("SITE") == 1000 - 5000,
-             "sprio to show the requeued job's attained-service term", timeout=60)
+             f"sprio to show the requeued job's attained-service term (job {long_job}: "
+             f"{cluster.job_field(long_job, 'JobState')}, {cluster.job_field(long_job, 'Reason')})", timeout=60)
     # The fresh job (level 0, and not preemptible) keeps its GPUs.
     time.sleep(5)
     assert cluster.job_field(fresh, "JobState") == "RUNNING" and restarts(cluster, fresh) == 0

@@ -72,7 +72,9 @@ def sshare(cluster):
 def sprio(cluster, job):
     """{column: number} of one pending job: the columns of `sprio -l`."""
     res = cluster.run(["sprio", "-h", "-j", str(job), "-o", "%i|%Y|%S|%A|%B|%F|%J|%P|%Q|%N"])
-    if res.rc != 0 or not res.out.strip():
+    # A job sprio does not list (not pending, or held until its begin time) gives a
+    # message on stdout and status 0.
+    if res.rc != 0 or not re.fullmatch(r"-?\d+(\|-?\d+)+", res.out.strip()):
         return None
     names = ["JOBID", "PRIORITY", "SITE", "AGE", "ASSOC", "FAIRSHARE", "JOBSIZE", "PARTITION", "QOS", "NICE"]
     return {n: int(v) for n, v in zip(names, res.out.strip().split("|"))}
