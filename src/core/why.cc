@@ -38,6 +38,9 @@ const std::vector<WaitReasonDoc>& wait_reason_docs() {
       {wr::kTeamBeyondQuota,
        "starting the job would take its team beyond its guaranteed GPUs of that type: it gets no quota priority, "
        "and once running it borrows GPUs that a team within its quota may reclaim"},
+      {wr::kAttainedServiceLevel,
+       "the job used GPU-time in earlier runs: in a higher attained-service level it waits behind its team's jobs "
+       "in lower levels until it is promoted (AttainedService)"},
       {wr::kAccountOrQosLimit, "a limit of the job's account (team) or QOS holds it back"},
       {wr::kPartitionLimit, "the job exceeds a limit of its partition"},
       {wr::kReservation, "the job waits for its reservation, or reserved nodes are in its way"},
@@ -671,6 +674,41 @@ void explain_slurm_reason(const JobFacts& job, bool fits_now, WhyReport& rep) {
 }
 
 // Listing order: the order of wait_reason_docs().
+// Attained service (priority/mlsched's levels, preempt/mlsched's comparison): the
+// same core functions the plugins use, on the job's attained-gpu-seconds mark.
+void explain_attained(const JobFacts& job, const Snapshot& snap, WhyReport& rep) {
+  const Config& c = snap.config;
+  if (!c.attained_service.enabled() || !attained_service_applies(c, job.account, job.partition)) return;
+  AttainedReport& a = rep.attained;
+  a.applies = true;
+  a.levels = static_cast<int>(c.attained_service_thresholds.size()) + 1;
+  a.gpu_seconds = read_marks(job.admin_comment).attained_gpu_seconds;
+  if (job.state == "RUNNING") {
+    if (job.start_time && snap.now > job.start_time)
+      a.gpu_seconds += static_cast<double>(job.request.total_gpus()) * static_cast<double>(snap.now - job.start_time);
+    a.level = attained_service_level(c, a.gpu_seconds, 0);
+    // Level 0 is the lowest: nobody's level is below it.
+    a.preemptible_by_team =
+        c.preempt_for_attained_service && a.level > 0 && job.directives && job.directives->preemptible;
+    return;
+  }
+  if (job.state != "PENDING") return;
+  // Slurm's submit time is that of the last requeue: the wait promotion counts.
+  const int64_t waited = job.submit_time ? snap.now - job.submit_time : 0;
+  a.level = attained_service_level(c, a.gpu_seconds, waited);
+  if (a.level == 0) return;
+  if (c.attained_service_promote_after > 0 && job.submit_time)
+    a.promote_at = job.submit_time + static_cast<time_t>(c.attained_service_promote_after);
+  char used[64];
+  snprintf(used, sizeof used, "%.0f", a.gpu_seconds);
+  rep.findings.push_back(
+      {wr::kAttainedServiceLevel,
+       "it used " + std::string(used) + " GPU-seconds in earlier runs: attained-service level " + std::to_string(a.level) +
+           " of " + std::to_string(a.levels - 1) + ", behind its team's jobs in lower levels" +
+           (a.promote_at ? "; back in level 0 at " + local_clock(a.promote_at) + " (AttainedServicePromoteAfter)"
+                         : "; never promoted (AttainedServicePromoteAfter=0)")});
+}
+
 void order_findings(WhyReport& rep) {
   const auto& docs = wait_reason_docs();
   auto order = [&](const Finding& f) {
@@ -693,6 +731,7 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   gpu_types_of(job, *snap.cluster, present, missing);
   rep.need = job.request.total_gpus() ? need_text(job.request, job.request.gpu_types) : "no GPUs";
   explain_team(job, snap, present, rep);
+  explain_attained(job, snap, rep);
   const bool fits_now = explain_resources(job, snap, present, missing, upstream_end, rep);
   // Fits now but waits for a running upstream job: it can start when that one ends.
   if (fits_now && !rep.model_eta && upstream_end > snap.now) {
@@ -776,6 +815,13 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
                         join(groups, " "));
       }
       line("  locality:   " + p.node + ": " + join(parts, ", "));
+    }
+    if (rep.attained.applies) {
+      char used[64];
+      snprintf(used, sizeof used, "%.0f", rep.attained.gpu_seconds);
+      line("  attained:   level " + std::to_string(rep.attained.level) + " of " +
+           std::to_string(rep.attained.levels - 1) + " (" + used + " GPU-seconds, this run included)" +
+           (rep.attained.preemptible_by_team ? ": its team's jobs in a lower level may preempt it" : ""));
     }
     if (!t.borrowing_from.empty())
       line("  borrowing:  " + std::string(t.job_borrows ? "yes" : "no") + " (" + t.borrowing_from + ")" +

@@ -37,6 +37,7 @@ inline constexpr const char* kGpuNodesUnavailable = "GpuNodesUnavailable";
 inline constexpr const char* kBehindHigherPriority = "BehindHigherPriorityJobs";
 inline constexpr const char* kTeamFairShareBehind = "TeamFairShareBehind";
 inline constexpr const char* kTeamBeyondQuota = "TeamBeyondQuota";
+inline constexpr const char* kAttainedServiceLevel = "AttainedServiceLevel";
 inline constexpr const char* kAccountOrQosLimit = "AccountOrQosLimit";
 inline constexpr const char* kPartitionLimit = "PartitionLimit";
 inline constexpr const char* kReservation = "WaitingForReservation";
@@ -145,6 +146,7 @@ struct Snapshot {
   std::vector<PendingJob> pending;
   time_t now = 0;
   std::map<std::string, TeamView> teams;  // by team (account); empty when unknown
+  Config config;                          // mlsched.conf as the plugins read it (defaults if unreadable)
 };
 
 // Bound on the (node, GPU) rows read from one gres.conf (200,000: 25,000 nodes of
@@ -212,6 +214,16 @@ struct TeamReport {
   TeamView view;
 };
 
+// Where AttainedService applies to the job: its level, as priority/mlsched ranks a
+// pending job and preempt/mlsched compares a running one.
+struct AttainedReport {
+  bool applies = false;
+  double gpu_seconds = 0;     // earlier runs; running: this run included
+  int level = 0, levels = 1;  // level 0 .. levels-1
+  time_t promote_at = 0;      // pending in level > 0: when it is back in level 0 (0: never)
+  bool preemptible_by_team = false;  // running: PreemptForAttainedService, a preemptible job, level > 0
+};
+
 struct WhyReport {
   std::string need;                       // "16 h100 GPUs: 2 nodes x 8, nvlink-domain (strict)"
   std::vector<Finding> findings;
@@ -233,6 +245,7 @@ struct WhyReport {
   // differs from the one select recorded (JobFacts::select_reason).
   std::string placement_now;
   bool select_differs = false;
+  AttainedReport attained;
 };
 
 WhyReport explain(const JobFacts& job, const Snapshot& snap);

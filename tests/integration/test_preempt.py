@@ -340,6 +340,16 @@ def test_fresh_job_preempts_its_teams_job_once_that_attained_more_service(preemp
     wait_for(lambda: (sprio(cluster, long_job) or {}).get("SITE") == 1000 - 5000,
              f"sprio to show the requeued job's attained-service term (job {long_job}: "
              f"{cluster.job_field(long_job, 'JobState')}, {cluster.job_field(long_job, 'Reason')})", timeout=60)
+    # `mlsched why` names the level it waits in (priority/mlsched's and preempt/mlsched's).
+    text, data = why(cluster, long_job, user=BOB)
+    assert re.search(r"AttainedServiceLevel +it used \d+ GPU-seconds in earlier runs: attained-service level 1 of 1, "
+                     r"behind its team's jobs in lower levels; never promoted", text), text
+    assert data["attained_service"]["level"] == 1 and data["attained_service"]["gpu_seconds"] >= 240, data
+    # The running fresh job: its level follows this run's GPU-time (the boundary at
+    # 240), and nothing may preempt it (preemptible=no).
+    text, data = why(cluster, fresh, user=BOB)
+    m = re.search(r"attained:   level (\d) of 1 \((\d+) GPU-seconds, this run included\)\n", text)
+    assert m and int(m.group(1)) == (int(m.group(2)) >= 240), text
     # The fresh job (level 0, and not preemptible) keeps its GPUs.
     time.sleep(5)
     assert cluster.job_field(fresh, "JobState") == "RUNNING" and restarts(cluster, fresh) == 0

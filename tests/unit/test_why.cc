@@ -249,7 +249,7 @@ START_TEST(down_nodes_and_slurm_limits) {
   job.slurm_reason = "SomethingNew";
   ck_assert_msg(find(explain(job, snap), wait_reason::kOtherSlurmReason), "unknown Slurm reason dropped");
   // Every reason the code can give is documented.
-  ck_assert_int_eq(wait_reason_docs().size(), 19);
+  ck_assert_int_eq(wait_reason_docs().size(), 20);
 }
 END_TEST
 
@@ -388,6 +388,50 @@ START_TEST(running_job_shows_locality_history_checkpoint_and_borrowing) {
 }
 END_TEST
 
+// AttainedService: a requeued job waiting in a higher level is told so, with its
+// GPU-time and when it is promoted; a running job shows its level, this run
+// counted, and whether its team's jobs may preempt it (PreemptForAttainedService).
+START_TEST(attained_service_level_is_named_for_waiting_and_running_jobs) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  Snapshot snap{&c, s, {}, {}, 10000};
+  snap.config.attained_service.teams = {"nlp"};
+  snap.config.attained_service_thresholds = {3600, 36000};
+  snap.config.attained_service_promote_after = 3600;
+  JobFacts job = pending_job(1, 4, {"a100"}, Locality::any, LocalityMode::prefer);
+  job.account = "nlp";
+  job.submit_time = 9400;  // requeued 10 min ago
+  job.admin_comment = "mlsched: type=training preemptible=yes attained-gpu-seconds=5000 first-submit=9000";
+  job.directives = parse_stored_directives(job.admin_comment);
+  ck_assert(job.directives && job.directives->preemptible);
+  WhyReport r = explain(job, snap);
+  const Finding* f = find(r, wait_reason::kAttainedServiceLevel);
+  ck_assert_msg(f, "no attained-service finding");
+  ck_assert_contains(f->message, "it used 5000 GPU-seconds in earlier runs: attained-service level 1 of 2");
+  ck_assert_contains(f->message, "back in level 0 at " + local_clock(9400 + 3600));
+  ck_assert_int_eq(r.attained.level, 1);
+  ck_assert_contains(format_why(job, r, 10000), "AttainedServiceLevel");
+  // Promoted after an hour of waiting: no finding.
+  job.submit_time = 10000 - 3600;
+  ck_assert(!find(explain(job, snap), wait_reason::kAttainedServiceLevel));
+  // Another team, or attained service off: nothing.
+  job.submit_time = 9400;
+  job.account = "vision";
+  ck_assert(!explain(job, snap).attained.applies);
+  job.account = "nlp";
+  // Running on 4 GPUs for 8000 s: 5000 + 32000 = 37000 GPU-seconds, level 2.
+  job.state = "RUNNING";
+  job.start_time = 2000;
+  job.gpus_by_node = {{"gpu09", {0, 1, 2, 3}}};
+  r = explain(job, snap);
+  ck_assert_int_eq(r.attained.level, 2);
+  ck_assert_contains(format_why(job, r, 10000), "attained:   level 2 of 2 (37000 GPU-seconds, this run included)\n");
+  snap.config.preempt_for_attained_service = true;
+  ck_assert_contains(format_why(job, explain(job, snap), 10000),
+                     "(37000 GPU-seconds, this run included): its team's jobs in a lower level may preempt it");
+}
+END_TEST
+
 // `mlsched why` shows select's recorded reason beside its own recomputation, from
 // the same plan_placement, and says whether they agree.
 START_TEST(why_shows_select_view_beside_its_recomputation) {
@@ -430,6 +474,7 @@ Suite* why_suite() {
   tcase_add_test(tc, quota_and_fair_share_behind_another_team);
   tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);
   tcase_add_test(tc, why_shows_select_view_beside_its_recomputation);
+  tcase_add_test(tc, attained_service_level_is_named_for_waiting_and_running_jobs);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -8,6 +8,7 @@
 #include <slurm/slurm_errno.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -348,6 +349,7 @@ void load_teams(Snapshot& snap, const Cluster& cluster, const job_info_msg_t* jo
   }
   ConfigResult conf = load_config_file(mlsched_conf_path());
   const Config config = conf.config ? *conf.config : Config{};
+  snap.config = config;
   std::map<std::string, uint32_t> cluster_gpus;
   for (const auto& type : cluster.gpu_types()) cluster_gpus[lowercase(type)] = cluster.total_gpus(type);
   const Quotas quotas(config, standing, cluster_gpus);
@@ -414,6 +416,16 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_object_add(o, "expected_end", json_object_new_int64(b.job.expected_end));
     json_object_array_add(blockers, o);
   }
+  json_object* attained = nullptr;
+  if (rep.attained.applies) {
+    attained = json_object_new_object();
+    json_object_object_add(attained, "level", json_object_new_int(rep.attained.level));
+    json_object_object_add(attained, "levels", json_object_new_int(rep.attained.levels));
+    json_object_object_add(attained, "gpu_seconds", json_object_new_int64(std::llround(rep.attained.gpu_seconds)));
+    json_object_object_add(attained, "promote_at", json_object_new_int64(rep.attained.promote_at));
+    json_object_object_add(attained, "preemptible_by_team", json_object_new_boolean(rep.attained.preemptible_by_team));
+  }
+  json_object_object_add(root, "attained_service", attained);
   json_object_object_add(root, "blocked_place", jstr(rep.blocked_place));
   json_object_object_add(root, "blockers", blockers);
   json_object_object_add(root, "slurm_start_estimate",
