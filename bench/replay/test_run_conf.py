@@ -1,0 +1,52 @@
+"""Unit tests of the mlsched.conf that bench/replay/run gives the mlsched cluster
+(no cluster needed):  python3 -m pytest -q bench/replay/test_run_conf.py
+"""
+
+import argparse
+import importlib.machinery
+import importlib.util
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+_loader = importlib.machinery.SourceFileLoader("replay_run", os.path.join(HERE, "run"))
+_spec = importlib.util.spec_from_loader("replay_run", _loader)
+run = importlib.util.module_from_spec(_spec)
+_loader.exec_module(run)
+
+
+def settings(lines):
+    """key (lowercase) -> list of values, of the non-comment Key=Value lines."""
+    out = {}
+    for line in lines:
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        key, value = text.split()[0].split("=", 1)
+        out.setdefault(key.lower(), []).append(value)
+    return out
+
+
+def args(profile):
+    return argparse.Namespace(mlsched_profile=profile, half_life_minutes=15, compression=5.0,
+                              attained_thresholds="100,1000", attained_promote_after=300)
+
+
+def test_default_profile_scales_the_trace_clock_settings_once():
+    conf = settings(run.mlsched_conf_lines(args("default"), "60"))
+    # Each replaced key once, with the replay's value: not the shipped 1d / 300 / 2h.
+    assert conf["prioritymaxage"] == ["900"]
+    assert conf["preemptminruntime"] == ["60"]
+    assert conf["preemptforlargegangwait"] == ["1440"]
+    assert "attainedservice" not in conf and "preemptforattainedservice" not in conf
+    # The rest of etc/mlsched.conf comes along (its NVLink domains, weights).
+    assert len(conf["nvlinkdomain"]) == 4 and conf["priorityweightfairshare"] == ["10000"]
+
+
+def test_ml_profile_appends_the_levers_with_the_replays_levels():
+    conf = settings(run.mlsched_conf_lines(args("ml"), "60"))
+    assert conf["attainedservice"] == ["all"]
+    assert conf["preemptforattainedservice"] == ["yes"]
+    # The profile's 1h,10h and 2h are replaced, not repeated.
+    assert conf["attainedservicethresholds"] == ["100,1000"]
+    assert conf["attainedservicepromoteafter"] == ["300"]
+    assert conf["prioritymaxage"] == ["900"]
