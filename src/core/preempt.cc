@@ -68,18 +68,13 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
 }
 
 int running_attained_level(const PreemptCandidate& victim, const Config& config, int64_t now) {
-  if (!config.attained_service.enabled() || !attained_service_applies(config, victim.team, victim.partition))
-    return -1;
   const double this_run = static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, now - victim.start_time));
-  // A running job is never promoted: promotion is for waiting.
-  return attained_service_level(config, victim.attained_gpu_seconds + this_run, 0);
+  return attained_service_level_of(config, victim.team, victim.partition, victim.attained_gpu_seconds + this_run, 0);
 }
 
 int waiting_attained_level(const Preemptor& preemptor, const Config& config, int64_t now) {
-  if (!config.attained_service.enabled() || !attained_service_applies(config, preemptor.team, preemptor.partition))
-    return -1;
   const int64_t waited = preemptor.queued_since > 0 ? std::max<int64_t>(0, now - preemptor.queued_since) : 0;
-  return attained_service_level(config, preemptor.attained_gpu_seconds, waited);
+  return attained_service_level_of(config, preemptor.team, preemptor.partition, preemptor.attained_gpu_seconds, waited);
 }
 
 bool starving_large_gang(const Preemptor& preemptor, const Config& config, int64_t now) {

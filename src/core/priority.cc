@@ -105,11 +105,9 @@ PriorityFactors price(const PricedJob& job, const Config& c, double fairshare, b
   f.job_type = c.priority_weight_job_type[static_cast<int>(job.type)];
   f.qos = c.priority_weight_qos * std::clamp(job.qos_norm, 0.0, 1.0);
   f.partition = c.priority_weight_partition * std::clamp(job.partition_norm, 0.0, 1.0);
-  if (c.attained_service.enabled() && attained_service_applies(c, job.team, job.partition)) {
-    f.attained_level =
-        attained_service_level(c, job.attained_gpu_seconds, now - (job.queued_time ? job.queued_time : job.submit_time));
-    f.attained_service = attained_service_term(c, f.attained_level);
-  }
+  f.attained_level = attained_service_level_of(c, job.team, job.partition, job.attained_gpu_seconds,
+                                               now - (job.queued_time ? job.queued_time : job.submit_time));
+  if (f.attained_level >= 0) f.attained_service = attained_service_term(c, f.attained_level);
 
   const double sum = f.fairshare + f.quota + f.age + f.job_size + f.job_type + f.qos + f.partition +
                      f.attained_service +
@@ -228,6 +226,12 @@ int attained_service_level(const Config& c, double attained_gpu_seconds, int64_t
   for (uint64_t threshold : c.attained_service_thresholds)
     if (attained_gpu_seconds >= static_cast<double>(threshold)) ++level;
   return level;
+}
+
+int attained_service_level_of(const Config& c, const std::string& team, const std::string& partition,
+                              double attained_gpu_seconds, int64_t waited) {
+  if (!c.attained_service.enabled() || !attained_service_applies(c, team, partition)) return -1;
+  return attained_service_level(c, attained_gpu_seconds, waited);
 }
 
 // A penalty rather than a bonus: a fresh job, and every job where attained service

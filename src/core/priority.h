@@ -124,6 +124,12 @@ bool attained_service_applies(const Config& config, const std::string& team, con
 // have reached (0 = least attained), or 0 once it has waited
 // AttainedServicePromoteAfter since it was last (re)queued (`waited`, seconds).
 int attained_service_level(const Config& config, double attained_gpu_seconds, int64_t waited);
+// The level of a job of `team` in `partition`, or -1 where AttainedService does not
+// cover it: the one rule priority/mlsched prices by, preempt/mlsched compares and
+// `mlsched why` shows. A running job passes its GPU-seconds with this run's and
+// waited = 0 (promotion is for waiting).
+int attained_service_level_of(const Config& config, const std::string& team, const std::string& partition,
+                              double attained_gpu_seconds, int64_t waited);
 // The (non-positive) priority term of a level.
 double attained_service_term(const Config& config, int level);
 // ==== end attained service ======================================================

@@ -678,32 +678,34 @@ void explain_slurm_reason(const JobFacts& job, bool fits_now, WhyReport& rep) {
 // same core functions the plugins use, on the job's attained-gpu-seconds mark.
 void explain_attained(const JobFacts& job, const Snapshot& snap, WhyReport& rep) {
   const Config& c = snap.config;
-  if (!c.attained_service.enabled() || !attained_service_applies(c, job.account, job.partition)) return;
+  const bool running = job.state == "RUNNING";
+  if (!running && job.state != "PENDING") return;
+  double used = read_marks(job.admin_comment).attained_gpu_seconds;
+  if (running && job.start_time && snap.now > job.start_time)
+    used += static_cast<double>(job.request.total_gpus()) * static_cast<double>(snap.now - job.start_time);
+  // Slurm's submit time is that of the last requeue: the wait promotion counts.
+  const int64_t waited = !running && job.submit_time ? snap.now - job.submit_time : 0;
+  const int level = attained_service_level_of(c, job.account, job.partition, used, waited);
+  if (level < 0) return;
   AttainedReport& a = rep.attained;
   a.applies = true;
   a.levels = static_cast<int>(c.attained_service_thresholds.size()) + 1;
-  a.gpu_seconds = read_marks(job.admin_comment).attained_gpu_seconds;
-  if (job.state == "RUNNING") {
-    if (job.start_time && snap.now > job.start_time)
-      a.gpu_seconds += static_cast<double>(job.request.total_gpus()) * static_cast<double>(snap.now - job.start_time);
-    a.level = attained_service_level(c, a.gpu_seconds, 0);
+  a.gpu_seconds = used;
+  a.level = level;
+  if (running) {
     // Level 0 is the lowest: nobody's level is below it.
     a.preemptible_by_team =
         c.preempt_for_attained_service && a.level > 0 && job.directives && job.directives->preemptible;
     return;
   }
-  if (job.state != "PENDING") return;
-  // Slurm's submit time is that of the last requeue: the wait promotion counts.
-  const int64_t waited = job.submit_time ? snap.now - job.submit_time : 0;
-  a.level = attained_service_level(c, a.gpu_seconds, waited);
   if (a.level == 0) return;
   if (c.attained_service_promote_after > 0 && job.submit_time)
     a.promote_at = job.submit_time + static_cast<time_t>(c.attained_service_promote_after);
-  char used[64];
-  snprintf(used, sizeof used, "%.0f", a.gpu_seconds);
+  char text[64];
+  snprintf(text, sizeof text, "%.0f", a.gpu_seconds);
   rep.findings.push_back(
       {wr::kAttainedServiceLevel,
-       "it used " + std::string(used) + " GPU-seconds in earlier runs: attained-service level " + std::to_string(a.level) +
+       "it used " + std::string(text) + " GPU-seconds in earlier runs: attained-service level " + std::to_string(a.level) +
            " of " + std::to_string(a.levels - 1) + ", behind its team's jobs in lower levels" +
            (a.promote_at ? "; back in level 0 at " + local_clock(a.promote_at) + " (AttainedServicePromoteAfter)"
                          : "; never promoted (AttainedServicePromoteAfter=0)")});

@@ -54,6 +54,13 @@ PreemptCandidate victim_reporting(PreemptCandidate v, int64_t reported) {
   return v;
 }
 
+// The first error of a configuration the parser must refuse.
+std::string refused(const std::string& text) {
+  const auto r = parse_config(text, "mlsched.conf");
+  ck_assert_msg(!r.config.has_value(), "accepted: %s", text.c_str());
+  return r.errors.at(0);
+}
+
 void assert_victims(const VictimChoice& c, const std::vector<uint32_t>& want) {
   ck_assert_msg(c.found, "no victim set: %s", c.reason.c_str());
   std::string got, expected;
@@ -271,12 +278,8 @@ START_TEST(preempt_config_keys_are_typed) {
   Config defaults;
   ck_assert_uint_eq(defaults.preempt_min_run_time, 300);
   ck_assert_uint_eq(defaults.preempt_max_per_job, 5);
-  auto bad = parse_config("PreemptMinRunTime=soon\n", "mlsched.conf");
-  ck_assert(!bad.config.has_value());
-  ck_assert_contains(bad.errors.at(0), "mlsched.conf:1: PreemptMinRunTime=soon is not a duration");
-  bad = parse_config("PreemptMaxPerJob=-1\n", "mlsched.conf");
-  ck_assert(!bad.config.has_value());
-  ck_assert_contains(bad.errors.at(0), "PreemptMaxPerJob=-1 is not a whole number");
+  ck_assert_contains(refused("PreemptMinRunTime=soon\n"), "mlsched.conf:1: PreemptMinRunTime=soon is not a duration");
+  ck_assert_contains(refused("PreemptMaxPerJob=-1\n"), "PreemptMaxPerJob=-1 is not a whole number");
 }
 END_TEST
 
@@ -333,12 +336,8 @@ START_TEST(large_gang_config_keys_are_typed) {
   ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
   ck_assert_uint_eq(r.config->preempt_for_large_gang_gpus, 32);
   ck_assert_uint_eq(r.config->preempt_for_large_gang_wait, 5400);
-  auto bad = parse_config("PreemptForLargeGangWait=later\n", "mlsched.conf");
-  ck_assert(!bad.config.has_value());
-  ck_assert_contains(bad.errors.at(0), "PreemptForLargeGangWait=later is not a duration");
-  bad = parse_config("PreemptForLargeGangGpus=many\n", "mlsched.conf");
-  ck_assert(!bad.config.has_value());
-  ck_assert_contains(bad.errors.at(0), "PreemptForLargeGangGpus=many is not a whole number");
+  ck_assert_contains(refused("PreemptForLargeGangWait=later\n"), "PreemptForLargeGangWait=later is not a duration");
+  ck_assert_contains(refused("PreemptForLargeGangGpus=many\n"), "PreemptForLargeGangGpus=many is not a whole number");
 }
 END_TEST
 
@@ -426,12 +425,10 @@ START_TEST(attained_service_preemption_key_needs_its_levels) {
   ck_assert(r.config->preempt_for_attained_service);
   r = parse_config("PreemptForAttainedService=no\n", "mlsched.conf");
   ck_assert(r.config.has_value());
-  auto bad = parse_config("# levers\nPreemptForAttainedService=yes\n", "mlsched.conf");
-  ck_assert(!bad.config.has_value());
-  ck_assert_contains(bad.errors.at(0), "mlsched.conf:2: PreemptForAttainedService=yes needs AttainedService=");
-  bad = parse_config("PreemptForAttainedService=maybe\nAttainedService=all\n", "mlsched.conf");
-  ck_assert(!bad.config.has_value());
-  ck_assert_contains(bad.errors.at(0), "mlsched.conf:1: PreemptForAttainedService=maybe must be yes or no");
+  ck_assert_contains(refused("# levers\nPreemptForAttainedService=yes\n"),
+                     "mlsched.conf:2: PreemptForAttainedService=yes needs AttainedService=");
+  ck_assert_contains(refused("PreemptForAttainedService=maybe\nAttainedService=all\n"),
+                     "mlsched.conf:1: PreemptForAttainedService=maybe must be yes or no");
 }
 END_TEST
 
