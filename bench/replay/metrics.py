@@ -181,18 +181,24 @@ def placement_quality(topo, segments, gpu_types_of, margin=1.5):
     return rows
 
 
+def stretch(segment):
+    """Wall seconds per second of work in a run: its communication penalty over its
+    GPU type's speed (runs recorded before speeds existed have none: 1.0)."""
+    return segment["penalty"] / segment.get("speed", 1.0)
+
+
 def preemption_losses(segments):
     """Preempted runs, and the GPU-seconds preemption cost: for each run that was
     stopped after a checkpoint signal, its wall time minus the work its
-    checkpoint kept (at its penalty); for each resumed run that went on, the time
+    checkpoint kept (at its stretch: penalty / speed); for each resumed run that went on, the time
     it spent loading the checkpoint (wall time minus the work it added)."""
     count, lost = 0, 0.0
     for s in segments:
         if s["preempted"]:
             count += 1
-            kept = max(0.0, s["saved"] - s["done_start"]) * s["penalty"]
+            kept = max(0.0, s["saved"] - s["done_start"]) * stretch(s)
         elif s["done_start"] > 0 and s.get("done_end") is not None:
-            kept = max(0.0, s["done_end"] - s["done_start"]) * s["penalty"]
+            kept = max(0.0, s["done_end"] - s["done_start"]) * stretch(s)
         else:
             continue
         lost += s["gpus"] * max(0.0, (s["end"] - s["start"]) - kept)

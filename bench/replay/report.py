@@ -24,6 +24,16 @@ def mlsched_profile_text(args):
             % (args.attained_thresholds, args.attained_promote_after)) + scaled
 
 
+def speed_text(args):
+    speed = getattr(args, "gpu_speed", {}) or {}
+    if not speed:
+        return "off: every GPU type runs a job's work at 1.0"
+    text = ", ".join("%s %gx" % kv for kv in sorted(speed.items()))
+    if speed == topology.MLPERF_SPEED:
+        text += " (MLPerf Training v3.0 ResNet-50, Dell 16-GPU H100 vs A100 submissions; see topology.py)"
+    return text + "; both clusters; time limits assume the slowest type"
+
+
 def fmt(v, digits=1, unit=""):
     if v is None:
         return "-"
@@ -208,6 +218,10 @@ def run_table(res):
         "%s of %d" % (pct(m["narrow_when_possible"]), m["narrow_possible_n"]))
     row("multi-GPU starts by scope", levels(s["levels"]), levels(m["levels"]))
     row("mean communication penalty (GPU-time weighted)", fmt(s["mean_penalty"], 3), fmt(m["mean_penalty"], 3))
+    if "either_type_gpu_time" in s:
+        share = lambda d: ", ".join("%s %s" % (t, pct(v)) for t, v in d.items()) or "-"
+        row("jobs accepting either type: their GPU-time by type", share(s["either_type_gpu_time"]),
+            share(m["either_type_gpu_time"]))
     row("fragmentation index, mean during submissions", fmt(s["frag_mean_window"], 3), fmt(m["frag_mean_window"], 3))
     row("preemptions; GPU-hours lost (real time)", "%d; %s" % (s["preemptions"], fmt(s["gpu_hours_lost"], 3)),
         "%d; %s" % (m["preemptions"], fmt(m["gpu_hours_lost"], 3)))
@@ -288,6 +302,7 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
                   "| preemption | best-effort trace jobs are preemptible (stock: QOS scavenger, preempted by QOS normal; "
                   "mlsched: `preemptible=yes`); checkpoint signal %d s before requeue; no preemption before %s s of run |"
                   % (args.checkpoint_grace, fmt(args.preempt_min_run, 0)),
+                  "| GPU type speed in the trainer | %s |" % speed_text(args),
                   "| mlsched configuration | %s |" % mlsched_profile_text(args),
                   "| fair share | PriorityDecayHalfLife %d min, PriorityCalcPeriod 1 min on both |" % args.half_life_minutes,
                   "| requeue delay | launch credentials expire after %d s (`AuthInfo=...,cred_expire=`), both |"

@@ -139,3 +139,30 @@ def test_placement_is_judged_against_what_was_free_at_the_start():
     rows = metrics.placement_quality(topo, others + [follow], lambda name: ["a100"])
     row = [r for r in rows if r["name"] == "b"][0]
     assert row["best"] == "clique" and row["at_best"]
+
+
+def test_gpu_speed_factors_parse_and_apply_per_allocation():
+    topo = topology.Topology.from_shape(SHAPE)
+    assert topology.parse_speed("off") == {}
+    assert topology.parse_speed("mlperf") == {"h100": 1.8, "a100": 1.0}
+    speed = topology.parse_speed("h100=2,a100=1.0")
+    assert speed == {"h100": 2.0, "a100": 1.0} and topology.format_speed(speed) == "a100=1,h100=2"
+    for bad, words in (("h100", "expected type=factor"), ("h100=fast", "expected type=factor"),
+                       ("=2", "expected type=factor"), ("a100=0.5", "at least 1.0")):
+        try:
+            topology.parse_speed(bad)
+        except ValueError as e:
+            assert words in str(e), e
+        else:
+            raise AssertionError("%s accepted" % bad)
+    assert topo.speed({"gpu01": [0, 1]}, speed) == 2.0      # gpu01 is h100
+    assert topo.speed({"gpu09": [0]}, speed) == 1.0         # gpu09 is a100
+    assert topo.speed({"gpu01": [0]}, {}) == 1.0
+
+
+def test_preemption_loss_counts_work_at_the_runs_speed():
+    # On a type twice as fast, 20 s of work kept took 10 s of wall time (x penalty).
+    seg = {"preempted": True, "saved": 30.0, "done_start": 10.0, "penalty": 1.5, "speed": 2.0, "gpus": 4,
+           "start": 0.0, "end": 40.0}
+    count, lost = metrics.preemption_losses([seg])
+    assert count == 1 and approx(lost, 4 * (40 - 20 * 1.5 / 2.0))

@@ -21,6 +21,43 @@ DEFAULT_PENALTY = {"single": 1.0, "clique": 1.0, "nvlink-domain": 1.05, "node": 
                    "switch": 1.30, "cluster": 1.50}
 NO_PENALTY = {level: 1.0 for level in LEVELS}
 
+# Training throughput per GPU type, relative to the slowest (a job's work runs
+# `speed` times faster on that type). `--gpu-speed mlperf` uses H100 = 1.8 x A100:
+# MLPerf Training v3.0 (closed division, June 2023), Dell's two ResNet-50 submissions
+# with the same CPUs and 16 GPUs each, 7.8 min on H100-SXM5-80GB against 14.4 min on
+# A100-SXM-80GB (the same round's 3D-UNet pair gave 1.4x, DLRM 2.0x), as compared at
+# silvertonconsulting.com, 2023-07-12. Every report is also run with NO_SPEED.
+MLPERF_SPEED = {"h100": 1.8, "a100": 1.0}
+NO_SPEED = {}
+
+
+def parse_speed(text):
+    """'off' -> {}; 'mlperf' -> MLPERF_SPEED; 'h100=1.8,a100=1' -> that. Raises
+    ValueError with a message for the user. Factors are relative to the slowest
+    type, so none is below 1.0 (time limits assume the slowest type runs at 1.0)."""
+    if text in ("off", ""):
+        return dict(NO_SPEED)
+    if text == "mlperf":
+        return dict(MLPERF_SPEED)
+    out = {}
+    for item in text.split(","):
+        gtype, sep, value = item.partition("=")
+        try:
+            factor = float(value)
+        except ValueError:
+            factor = None
+        if not sep or not gtype or factor is None:
+            raise ValueError("GPU speed %r: expected type=factor (e.g. h100=1.8,a100=1.0), off or mlperf" % item)
+        if factor < 1.0:
+            raise ValueError("GPU speed %s=%s: factors are relative to the slowest type, so at least 1.0"
+                             % (gtype, value))
+        out[gtype] = factor
+    return out
+
+
+def format_speed(speed):
+    return ",".join("%s=%g" % kv for kv in sorted(speed.items())) or "off"
+
 # The one Python hostlist implementation (scripts/mlsched_hostlist.py), shared with
 # scripts/cluster, which wrote the files this module reads.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "scripts"))
@@ -87,6 +124,12 @@ class Topology:
         if level in ("nvlink-domain", "switch", "cluster") and self._spans_cliques(alloc):
             value = max(value, factors["node"])
         return value
+
+    def speed(self, alloc, speed):
+        """Throughput factor of an allocation: its GPU type's (jobs never mix types);
+        1.0 for a type without a factor."""
+        types = {self.nodes[n]["gpu_type"] for n in alloc if n in self.nodes}
+        return min((speed.get(t, 1.0) for t in types), default=1.0)
 
     def best_level(self, gpus, nodes, gpu_types, free):
         """Narrowest level a job of `gpus` GPUs (`nodes` nodes when > 1) of one of
