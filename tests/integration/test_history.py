@@ -35,11 +35,27 @@ def tool(cluster, *args, user=None):
 
 
 def jobs_row(cluster, job, user=BOB):
-    """The job's line of `mlsched jobs` as its user sees it, and the same as JSON."""
-    text = tool(cluster, "jobs", user=user)
+    """The job's line of `mlsched jobs` as its user sees it, and the same as JSON, from one moment.
+
+    The text and the JSON are two runs of the tool: the job may change state between them (a
+    preemption's signal lands between the two). The JSON is read before and after the text and
+    the three kept only when both JSON reads agree, so the line and the data describe the same
+    state."""
+    def as_json():
+        return next((j for j in json.loads(tool(cluster, "jobs", "--json", user=user))
+                     if j["job_id"] == int(job)), None)
+
+    def key(d):
+        return d and (d["status"]["state"], d["status"]["run"], d["status"].get("preempted_by"))
+
+    for _ in range(10):
+        before = as_json()
+        text = tool(cluster, "jobs", user=user)
+        after = as_json()
+        if key(before) == key(after):
+            break
     line = next((l for l in text.splitlines() if l.split()[:1] == [str(job)]), None)
-    data = next((j for j in json.loads(tool(cluster, "jobs", "--json", user=user)) if j["job_id"] == int(job)), None)
-    return text, line, data
+    return text, line, after
 
 
 def sacct_runs(cluster, job):
