@@ -31,7 +31,8 @@ def speed_text(args):
     text = ", ".join("%s %gx" % kv for kv in sorted(speed.items()))
     if speed == topology.MLPERF_SPEED:
         text += " (MLPerf Training v3.0 ResNet-50, Dell 16-GPU H100 vs A100 submissions; see topology.py)"
-    return text + "; both clusters; time limits assume the slowest type"
+    return text + ("; both clusters; time limits assume the slowest type; mlsched is told them "
+                   "(`GpuTypeSpeed`), stock Slurm has no such setting")
 
 
 def fmt(v, digits=1, unit=""):

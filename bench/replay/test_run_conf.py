@@ -50,3 +50,10 @@ def test_ml_profile_appends_the_levers_with_the_replays_levels():
     assert conf["attainedservicethresholds"] == ["100,1000"]
     assert conf["attainedservicepromoteafter"] == ["300"]
     assert conf["prioritymaxage"] == ["900"]
+
+
+def test_gpu_speed_is_given_to_mlsched_as_gpu_type_speed():
+    a = args("default")
+    assert "gputypespeed" not in settings(run.mlsched_conf_lines(a, "60"))
+    a.gpu_speed = {"h100": 1.8, "a100": 1.0}
+    assert settings(run.mlsched_conf_lines(a, "60"))["gputypespeed"] == ["a100:1,h100:1.8"]

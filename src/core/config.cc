@@ -73,7 +73,8 @@ std::vector<std::string> with_preempt_keys(std::vector<std::string> keys) {
 
 const std::vector<std::string> kTopKeys = with_preempt_keys(with_priority_keys({"MaxCheckpointGrace", "DefaultJobType",
                                                               "MaxRestartsLimit", "JobType", "NvlinkDomain",
-                                                              "NodeFailureWindow", "LargeGangNodes"}));
+                                                              "NodeFailureWindow", "LargeGangNodes",
+                                                              "GpuTypeSpeed"}));
 const std::vector<std::string> kJobTypeKeys = {"Preemptible",       "CheckpointSignal",
                                                "CheckpointGrace",   "CheckpointInterval",
                                                "MaxRestarts",       "Locality",
@@ -183,6 +184,8 @@ class Parser {
         if (auto v = seconds(w, 100000000)) config_.node_failure_window = *v;
       } else if (*key == "LargeGangNodes") {
         if (auto v = count(w, 100000)) config_.large_gang_nodes = std::max<uint32_t>(1, *v);
+      } else if (*key == "GpuTypeSpeed") {
+        gpu_type_speed(w);
       } else if (*key == "DefaultJobType") {
         if (auto t = parse_job_type(w.value)) config_.default_job_type = *t;
         else error("DefaultJobType=" + w.value + " is not a job type (" + join(job_type_names(), ", ") + ")");
@@ -273,6 +276,27 @@ class Parser {
       }
       if (!config_.gpu_weights.emplace(type, *weight).second) error("GpuWeight: GPU type " + type + " is weighted twice");
     }
+  }
+
+  // GpuTypeSpeed=h100:1.8,a100:1.0 (speeds above 0, at most 1000)
+  void gpu_type_speed(const Word& w) {
+    std::map<std::string, double> speeds;
+    for (const auto& item : split(w.value, ',')) {
+      const size_t colon = item.find(':');
+      const std::string type = lowercase(trim(item.substr(0, colon)));
+      std::optional<double> speed;
+      if (colon != std::string::npos && !type.empty()) speed = parse_weight(item.substr(colon + 1));
+      if (!speed || *speed <= 0) {
+        error("GpuTypeSpeed: '" + item + "' is not <gpu_type>:<speed> with a speed above 0, up to 1000 "
+              "(e.g. h100:1.8,a100:1.0)");
+        return;
+      }
+      if (!speeds.emplace(type, *speed).second) {
+        error("GpuTypeSpeed: GPU type " + type + " is given twice");
+        return;
+      }
+    }
+    config_.gpu_type_speed = speeds;
   }
 
   static std::optional<double> parse_weight(const std::string& text) {

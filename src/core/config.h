@@ -49,6 +49,12 @@ struct Config {
   uint32_t node_failure_window = 3600;
   // Gangs of at least this many nodes are "large" for the rule above.
   uint32_t large_gang_nodes = 2;
+  // Training throughput of each GPU type relative to the others (lowercase gpu_type
+  // -> speed; a type not listed runs at 1). Set, a job that accepts several types is
+  // placed on the fastest type with room, and waits for a faster type when, by its
+  // time limit, it would still finish sooner there (Gavel's throughput-aware choice).
+  // Empty (the default): the user's order of types, as Slurm would take them.
+  std::map<std::string, double> gpu_type_speed;
   // ==== end select/mlsched =======================================================
 
   // ==== preempt/mlsched ===========================================================

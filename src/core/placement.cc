@@ -6,6 +6,8 @@
 #include "core/placement.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <map>
 #include <numeric>
 #include <tuple>
@@ -15,6 +17,15 @@
 namespace mlsched {
 
 namespace {
+
+// `types` fastest first by `speeds`; ties (and no speeds) keep their order.
+std::vector<std::string> types_by_speed(std::vector<std::string> types, const std::map<std::string, double>& speeds) {
+  if (speeds.empty()) return types;
+  std::stable_sort(types.begin(), types.end(), [&](const std::string& a, const std::string& b) {
+    return gpu_type_speed(speeds, a) > gpu_type_speed(speeds, b);
+  });
+  return types;
+}
 
 struct Fit {
   bool ok = false;
@@ -197,10 +208,14 @@ PlacementPlan plan_placement(const Cluster& cluster, const ClusterState& state, 
   if (state.size() != nodes.size() || eligible.size() != nodes.size() || gang_gpus(request.gang) == 0) return plan;
 
   // Types in the user's order; an untyped job still never mixes types, and tries
-  // every type the cluster has, tightest fit first.
+  // every type the cluster has, tightest fit first. With speeds, the fastest type
+  // first (an untyped job's too).
   std::vector<std::vector<std::string>> type_groups;
-  if (request.gpu_types.empty()) type_groups.push_back(cluster.gpu_types());
-  else for (const auto& t : request.gpu_types) type_groups.push_back({t});
+  if (request.gpu_types.empty() && policy.type_speed.empty()) type_groups.push_back(cluster.gpu_types());
+  else
+    for (const auto& t : types_by_speed(request.gpu_types.empty() ? cluster.gpu_types() : request.gpu_types,
+                                        policy.type_speed))
+      type_groups.push_back({t});
 
   std::vector<uint32_t> free_of(nodes.size());
   for (size_t i = 0; i < nodes.size(); ++i) free_of[i] = state[i].free_gpus();
@@ -389,7 +404,7 @@ const std::vector<std::string>& acceptable_types(const GpuNodeIndex& index, cons
 
 AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request) {
   AttemptPlan plan;
-  plan.attempts.push_back({AttemptStep::ever_fits, index.of_types(request.gpu_types), false, false});
+  plan.attempts.push_back({AttemptStep::ever_fits, index.of_types(request.gpu_types), "", false, false});
   return plan;
 }
 
@@ -400,8 +415,8 @@ AttemptPlan will_run_attempts(const Cluster& cluster, const GpuNodeIndex& index,
   if (!is_strict(request)) {
     // Any other job may widen at run-now: one question per acceptable type is
     // enough and keeps backfill cheap.
-    for (const auto& type : acceptable_types(index, request))
-      plan.attempts.push_back({AttemptStep::will_run_type, index.of_types({type}), false, false});
+    for (const auto& type : types_by_speed(acceptable_types(index, request), policy.type_speed))
+      plan.attempts.push_back({AttemptStep::will_run_type, index.of_types({type}), type, false, false});
     return plan;
   }
   // A strict job must start inside one unit: every unit it fits in when idle,
@@ -415,7 +430,7 @@ AttemptPlan will_run_attempts(const Cluster& cluster, const GpuNodeIndex& index,
   std::stable_sort(units.begin(), units.end(), [&](const auto& a, const auto& b) { return free_now(a) > free_now(b); });
   for (const auto& u : units) {
     if (plan.attempts.size() >= limits.will_run_units) break;
-    plan.attempts.push_back({AttemptStep::will_run_unit, u.unit_nodes, false, false});
+    plan.attempts.push_back({AttemptStep::will_run_unit, u.unit_nodes, u.gpu_type, false, false});
   }
   return plan;
 }
@@ -430,8 +445,9 @@ AttemptPlan run_now_attempts(const Cluster& cluster, const GpuNodeIndex& index, 
   //    refuse them for CPUs or memory, so then the whole unit.
   for (size_t i = 0; i < plan.candidates.size() && i < limits.run_now_candidates; ++i) {
     const PlacementCandidate& cand = plan.candidates[i];
-    out.attempts.push_back({AttemptStep::best_fit_nodes, cand.nodes, true, true});
-    if (cand.unit_nodes != cand.nodes) out.attempts.push_back({AttemptStep::whole_unit, cand.unit_nodes, true, true});
+    out.attempts.push_back({AttemptStep::best_fit_nodes, cand.nodes, cand.gpu_type, true, true});
+    if (cand.unit_nodes != cand.nodes)
+      out.attempts.push_back({AttemptStep::whole_unit, cand.unit_nodes, cand.gpu_type, true, true});
   }
   // Nothing has room now by the GPU view, which is exact (the nodes' GPU bitmaps):
   // without preemption cons_tres cannot do better, so it is not asked.
@@ -439,18 +455,97 @@ AttemptPlan run_now_attempts(const Cluster& cluster, const GpuNodeIndex& index, 
   // 2. Not strict: anywhere on one GPU type is better than waiting (the
   //    candidates above already offered the tighter places).
   if (!is_strict(request))
-    for (const auto& type : acceptable_types(index, request))
-      out.attempts.push_back({AttemptStep::any_of_type, index.of_types({type}), false, true});
+    for (const auto& type : types_by_speed(acceptable_types(index, request), policy.type_speed))
+      out.attempts.push_back({AttemptStep::any_of_type, index.of_types({type}), type, false, true});
   // 3. Preemption may free room the "free now" view cannot see: each unit of the
   //    allowed scopes, narrowest first, as if the cluster were idle.
   if (plan.candidates.empty() && may_preempt) {
     size_t units = 0;
     for (const auto& cand : plan_placement(cluster, all_idle(now), eligible, request, policy).candidates) {
       if (++units > limits.preempt_units) break;
-      out.attempts.push_back({AttemptStep::unit_to_preempt, cand.unit_nodes, false, false});
+      out.attempts.push_back({AttemptStep::unit_to_preempt, cand.unit_nodes, cand.gpu_type, false, false});
     }
   }
   return out;
 }
+
+// ==== Speed-aware GPU type choice ==================================================
+
+namespace {
+// The reason's fixed words: is_faster_type_wait() recognizes them.
+constexpr std::string_view kFasterTypeWait = "waits for ";
+constexpr std::string_view kFasterTypeWaitKey = " (GpuTypeSpeed ";
+}  // namespace
+
+double gpu_type_speed(const std::map<std::string, double>& speeds, const std::string& type) {
+  const auto it = speeds.find(lowercase(type));
+  return it == speeds.end() || !(it->second > 0) ? 1.0 : it->second;
+}
+
+uint64_t expected_runtime(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                          const std::string& type, uint64_t time_limit) {
+  if (time_limit == 0) return 0;
+  double slowest = gpu_type_speed(speeds, type);
+  for (const auto& t : acceptable) slowest = std::min(slowest, gpu_type_speed(speeds, t));
+  const double runtime = static_cast<double>(time_limit) * slowest / gpu_type_speed(speeds, type);
+  return static_cast<uint64_t>(std::ceil(runtime));
+}
+
+time_t expected_finish(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                       const std::string& type, time_t start, uint64_t time_limit) {
+  if (speeds.empty() || type.empty()) return start;
+  return start + static_cast<time_t>(expected_runtime(speeds, acceptable, type, time_limit));
+}
+
+std::string faster_type_to_ask(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                               const AttemptPlan& run_now) {
+  if (speeds.empty() || acceptable.size() < 2) return "";
+  const std::string fastest = types_by_speed(acceptable, speeds).front();
+  bool fastest_has_room = false, slower_has_room = false;
+  for (const auto& a : run_now.attempts) {
+    if (a.step != AttemptStep::best_fit_nodes) continue;  // the plan's "room now" offers
+    if (a.gpu_type == fastest) fastest_has_room = true;
+    else if (gpu_type_speed(speeds, a.gpu_type) < gpu_type_speed(speeds, fastest)) slower_has_room = true;
+  }
+  return !fastest_has_room && slower_has_room ? fastest : "";
+}
+
+FasterTypeWait weigh_faster_type(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                                 const std::string& faster_type, time_t faster_start, const std::string& now_type,
+                                 uint64_t time_limit, time_t now) {
+  FasterTypeWait w;
+  w.faster_type = faster_type;
+  w.now_type = now_type;
+  w.faster_start = faster_start;
+  if (faster_type.empty() || now_type.empty() || faster_start <= 0 || time_limit == 0) return w;
+  w.finish_faster = std::max(faster_start, now) +
+                    static_cast<time_t>(expected_runtime(speeds, acceptable, faster_type, time_limit));
+  w.finish_now = now + static_cast<time_t>(expected_runtime(speeds, acceptable, now_type, time_limit));
+  w.wait = w.finish_faster < w.finish_now;
+  if (!w.wait) return w;
+  char speed_text[64];
+  snprintf(speed_text, sizeof speed_text, "%g vs %g", gpu_type_speed(speeds, faster_type),
+           gpu_type_speed(speeds, now_type));
+  w.reason = std::string(kFasterTypeWait) + faster_type + std::string(kFasterTypeWaitKey) + speed_text +
+             "): expected to start there in " +
+             format_duration(std::max<time_t>(0, faster_start - now)) + " and, by its time limit, to finish " +
+             format_duration(w.finish_now - w.finish_faster) + " sooner than if started on " + now_type + " now";
+  return w;
+}
+
+bool is_faster_type_wait(std::string_view select_reason) {
+  return select_reason.substr(0, kFasterTypeWait.size()) == kFasterTypeWait &&
+         select_reason.find(kFasterTypeWaitKey) != std::string_view::npos;
+}
+
+void hold_for_faster_type(AttemptPlan& plan, const FasterTypeWait& wait) {
+  if (!wait.wait) return;
+  // The faster type has no free room (that is why it was asked about), so any offer
+  // left could only start the job there by preempting others while a slower type
+  // has free GPUs: nothing is offered; the job starts when the faster type frees.
+  plan.attempts.clear();
+  plan.reason = wait.reason;
+}
+// ==== end speed-aware GPU type choice ================================================
 
 }  // namespace mlsched

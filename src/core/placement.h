@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/cluster.h"
@@ -29,6 +30,10 @@ struct PlacementPolicy {
   // Candidates kept per scope and type: enough for cons_tres to find one that also
   // satisfies CPUs/memory, few enough to keep a scheduling pass cheap.
   uint32_t max_candidates_per_scope = 8;
+  // Config::gpu_type_speed. Set, a job that accepts several types gets its
+  // candidates fastest type first (ties keep the user's order; an untyped job's
+  // types are then tried one at a time instead of tightest fit across types).
+  std::map<std::string, double> type_speed;
 };
 
 // One place the job could run now.
@@ -122,6 +127,7 @@ const char* attempt_step_name(AttemptStep step);
 struct PlacementAttempt {
   AttemptStep step = AttemptStep::ever_fits;
   std::vector<size_t> nodes;  // indices into Cluster::nodes()
+  std::string gpu_type;       // the one GPU type of `nodes` ("" for ever_fits: every acceptable type)
   // On success (and when nothing is preempted) the shell moves the job's GPU
   // indices inside NVLink cliques: the plan chose these nodes for that.
   bool align_gpus = false;
@@ -145,6 +151,61 @@ AttemptPlan will_run_attempts(const Cluster& cluster, const GpuNodeIndex& index,
 AttemptPlan run_now_attempts(const Cluster& cluster, const GpuNodeIndex& index, const ClusterState& now,
                              const std::vector<bool>& eligible, const PlacementRequest& request,
                              const PlacementPolicy& policy, bool may_preempt, const AttemptLimits& limits = {});
+
+// ==== Speed-aware GPU type choice (GpuTypeSpeed) ====================================
+// A job that accepts several GPU types runs its work faster on some. With no runtime
+// estimate but the user's time limit, the job is taken to need its time limit on the
+// slowest type it accepts, and limit x slowest / speed on a faster one. It is started
+// now on a slower type only when it would not finish sooner by waiting for a faster
+// one (Gavel's throughput-aware allocation, decided per job at its start).
+
+// Speed of a type (1 when not listed).
+double gpu_type_speed(const std::map<std::string, double>& speeds, const std::string& type);
+
+// Seconds the job would run on `type`: `time_limit` (seconds) on the slowest of
+// `acceptable`, shorter in proportion on faster types. 0 when time_limit is 0.
+uint64_t expected_runtime(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                          const std::string& type, uint64_t time_limit);
+
+// The acceptable type worth asking "when could it start" before starting the job
+// now: the fastest acceptable type, when it has no offer in `run_now` while a
+// slower type does. "" when there is nothing to weigh (speeds unset, one type, the
+// fastest type has room, or nothing has room).
+std::string faster_type_to_ask(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                               const AttemptPlan& run_now);
+
+struct FasterTypeWait {
+  bool wait = false;
+  std::string faster_type;   // the type it waits for
+  std::string now_type;      // the type it could start on now
+  time_t faster_start = 0;   // when it is expected to start on faster_type
+  time_t finish_faster = 0;  // expected end there
+  time_t finish_now = 0;     // expected end when started now on now_type
+  std::string reason;        // for users (select's reason: scontrol show job, mlsched why)
+};
+
+// Decides whether to wait: `faster_start` is when the job could start on
+// `faster_type` (0: unknown, so no waiting), `time_limit` its limit in seconds
+// (0: none, so no waiting); `now_type` the fastest type with room now.
+FasterTypeWait weigh_faster_type(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                                 const std::string& faster_type, time_t faster_start, const std::string& now_type,
+                                 uint64_t time_limit, time_t now);
+
+// Whether a reason select/mlsched recorded (select_reason_of) is a wait for a
+// faster GPU type (weigh_faster_type's reason), so `mlsched why` can name it.
+bool is_faster_type_wait(std::string_view select_reason);
+
+// When the job waits for the faster type: empties the run-now plan (the faster
+// type has no free room, so what is left could only start it there by preemption
+// while a slower type has free GPUs) and makes the plan's reason say why it waits.
+// No change when !wait.wait.
+void hold_for_faster_type(AttemptPlan& plan, const FasterTypeWait& wait);
+
+// Will-run: which answer to keep among cons_tres's start times per offer. Without
+// speeds the earliest start; with them the earliest expected end.
+time_t expected_finish(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
+                       const std::string& type, time_t start, uint64_t time_limit);
+// ==== end speed-aware GPU type choice ===============================================
 
 // GPU indices for `count` GPUs on one node, given its NVLink cliques and which GPUs
 // are free: inside one clique when possible (the fullest clique that still fits, so

@@ -212,4 +212,18 @@ std::string local_clock(int64_t t, const char* format) {
   return buf;
 }
 
+std::string format_duration(long long s) {
+  if (s < 0) s = 0;
+  if (s < 60) return std::to_string(s) + " s";
+  if (s < 3600) return std::to_string((s + 30) / 60) + " min";
+  if (s < 86400) {
+    const long long m = (s + 30) / 60;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%lld h %02lld min", m / 60, m % 60);
+    return buf;
+  }
+  const long long h = (s + 1800) / 3600;
+  return std::to_string(h / 24) + " d " + std::to_string(h % 24) + " h";
+}
+
 }  // namespace mlsched

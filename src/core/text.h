@@ -45,6 +45,9 @@ std::string escape_controls(std::string_view text);
 constexpr size_t kMaxShownBytes = 64;
 std::string shown(std::string_view user_text, size_t max_bytes = kMaxShownBytes);
 
+// "45 s", "20 min", "3 h 05 min", "2 d 4 h"
+std::string format_duration(long long seconds);
+
 // A time as people read it in this machine's zone: "2026-12-04 19:05:00" ("unknown" for <= 0);
 // `format` is strftime's, for a form without blanks where one is stored in a record word.
 std::string local_clock(int64_t t, const char* format = "%Y-%m-%d %H:%M:%S");

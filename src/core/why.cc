@@ -30,6 +30,9 @@ const std::vector<WaitReasonDoc>& wait_reason_docs() {
       {wr::kNotEnoughFreeGpus, "fewer GPUs of the acceptable types are free than the job needs"},
       {wr::kFreeGpusFragmented, "enough GPUs are free in total, but not on few enough nodes for the job's shape"},
       {wr::kStrictLocality, "the gang would fit now, but not inside one unit of its strict locality scope"},
+      {wr::kFasterGpuType,
+       "a slower GPU type the job accepts has room now, but by its time limit it finishes sooner by waiting for a "
+       "faster type (GpuTypeSpeed)"},
       {wr::kGpuNodesUnavailable, "nodes with the acceptable GPU types are down or drained"},
       {wr::kBehindHigherPriority, "pending jobs with higher priority want the same GPU types"},
       {wr::kTeamFairShareBehind,
@@ -126,20 +129,6 @@ std::map<std::string, std::vector<std::vector<int>>> nvlink_cliques_from_gres_co
   std::map<std::string, std::vector<std::vector<int>>> out;
   for (const auto& [node, matrix] : rows) out[node] = cliques_from_links(matrix);
   return out;
-}
-
-std::string format_duration(long long s) {
-  if (s < 0) s = 0;
-  if (s < 60) return std::to_string(s) + " s";
-  if (s < 3600) return std::to_string((s + 30) / 60) + " min";
-  if (s < 86400) {
-    const long long m = (s + 30) / 60;
-    char buf[32];
-    snprintf(buf, sizeof buf, "%lld h %02lld min", m / 60, m % 60);
-    return buf;
-  }
-  const long long h = (s + 1800) / 3600;
-  return std::to_string(h / 24) + " d " + std::to_string(h % 24) + " h";
 }
 
 namespace {
@@ -741,6 +730,10 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
     rep.eta_is_upstream_end = true;
   }
   explain_rank(job, snap, present, rep);
+  // select/mlsched keeps it for a faster type (GpuTypeSpeed): its own words say
+  // which, when, and how much sooner it should finish.
+  if (job.state == "PENDING" && is_faster_type_wait(job.select_reason))
+    rep.findings.push_back({wr::kFasterGpuType, "select/mlsched: it " + job.select_reason});
   explain_slurm_reason(job, fits_now, rep);
   order_findings(rep);
   if (job.state == "PENDING" && job.request.total_gpus() > 0) compare_with_select(job, snap, rep);
@@ -787,7 +780,9 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
   if (job.state == "PENDING" && (!job.select_reason.empty() || !rep.placement_now.empty())) {
     if (rep.placement_now.empty())
       line("  now:        the GPUs it needs can be placed now (mlsched why's recomputation, " + clock(now) + ")" +
-           (job.select_reason.empty() ? "" : "; select/mlsched's view above is older"));
+           (job.select_reason.empty()                  ? ""
+            : is_faster_type_wait(job.select_reason) ? "; select/mlsched holds it for the faster type above"
+                                                       : "; select/mlsched's view above is older"));
     else
       line("  now:        " + rep.placement_now + " (mlsched why's recomputation, " + clock(now) + ")" +
            (job.select_reason.empty() ? ""

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/cluster.h"
+#include "core/text.h"
 #include "core/tres.h"
 #include "core/directives.h"
 #include "core/preempt.h"
@@ -33,6 +34,7 @@ inline constexpr const char* kGpuTypeNotInCluster = "GpuTypeNotInCluster";
 inline constexpr const char* kNotEnoughFreeGpus = "NotEnoughFreeGpus";
 inline constexpr const char* kFreeGpusFragmented = "FreeGpusFragmented";
 inline constexpr const char* kStrictLocality = "StrictLocalityCannotFit";
+inline constexpr const char* kFasterGpuType = "WaitingForFasterGpuType";
 inline constexpr const char* kGpuNodesUnavailable = "GpuNodesUnavailable";
 inline constexpr const char* kBehindHigherPriority = "BehindHigherPriorityJobs";
 inline constexpr const char* kTeamFairShareBehind = "TeamFairShareBehind";
@@ -256,8 +258,5 @@ void compare_with_select(const JobFacts& job, const Snapshot& snap, WhyReport& r
 
 // One screen for a terminal.
 std::string format_why(const JobFacts& job, const WhyReport& report, time_t now);
-
-// "45 s", "20 min", "3 h 05 min", "2 d 4 h"
-std::string format_duration(long long seconds);
 
 }  // namespace mlsched

@@ -238,3 +238,50 @@ def test_stream_of_small_jobs_keeps_whole_nodes_free(cluster, stock_cluster, cle
     (ours_idle, ours_index), (stock_idle, stock_index) = report["mlsched"], report["stock"]
     assert ours_idle > stock_idle, report
     assert ours_index < stock_index, report
+
+
+def wait_reason_contains(cluster, job, words, timeout=30):
+    """select/mlsched's recorded reason (SystemComment) once it contains `words`."""
+    deadline = time.time() + timeout
+    reason = None
+    while time.time() < deadline:
+        reason = cluster.job_field(job, "SystemComment")
+        if reason and words in reason:
+            return reason
+        time.sleep(0.5)
+    return reason
+
+
+def test_job_waits_for_the_faster_gpu_type_when_it_would_finish_sooner(cluster, mlsched_conf, clean):
+    """GpuTypeSpeed=h100:2,a100:1. Every h100 is busy for at most 3 more minutes, every
+    a100 is free. A 1-hour job that accepts either type would end by +33 min on h100
+    (half its limit, from +3 min) against +60 min on a100 now: it waits for h100, and
+    says so. A 2-minute job would end by +4 min on h100 against +2 min on a100: it
+    starts on a100 now. Once the h100 nodes free up, the hour job starts there."""
+    clean(cluster)
+    mlsched_conf.append("GpuTypeSpeed=h100:2,a100:1", plugin="select/mlsched", tag="speed-aware type choice")
+    busy = [submit(cluster, "-w", f"gpu0{i}", "--gres=gpu:8", "-t", "3") for i in range(1, 9)]
+    for j in busy:
+        cluster.wait_state(j, {"RUNNING"})
+    long_job = submit(cluster, "-t", "60", "--gres=gpu:8", directives=["gpu-type=h100,a100"])
+    reason = wait_reason_contains(cluster, long_job, "waits for h100")
+    assert reason and re.fullmatch(
+        r"mlsched: waits for h100 \(GpuTypeSpeed 2 vs 1\): expected to start there in [1-3] min and, by its "
+        r"time limit, to finish (2[7-9]|30) min sooner than if started on a100 now", reason), reason
+    assert cluster.job_field(long_job, "JobState") == "PENDING"
+    free_a100 = cluster.run(["sinfo", "-h", "-n", "gpu[09-16]", "-t", "idle", "-o", "%D"]).out.split()
+    assert free_a100 == ["8"], free_a100  # a100 was there to take, and left free
+    why = cluster.run([str(TOOL), "why", long_job], user=USER)
+    assert why.rc == 0, why
+    assert "select/mlsched: it waits for h100 (GpuTypeSpeed 2 vs 1)" in why.out, why.out
+    assert "select/mlsched holds it for the faster type above" in why.out, why.out
+    print(f"\nmlsched why {long_job} while a100 is free:\n{why.out}")
+
+    short_job = submit(cluster, "-t", "2", "--gres=gpu:8", directives=["gpu-type=h100,a100"])
+    cluster.wait_state(short_job, {"RUNNING"}, timeout=60)
+    assert "gres/gpu:a100=8" in (cluster.alloc_tres(short_job) or ""), cluster.show_job(short_job)
+    assert cluster.job_field(long_job, "JobState") == "PENDING"
+
+    cluster.run(["scancel", *busy])
+    cluster.wait_state(long_job, {"RUNNING"}, timeout=90)
+    assert "gres/gpu:h100=8" in (cluster.alloc_tres(long_job) or ""), cluster.show_job(long_job)

@@ -52,6 +52,7 @@ bool same(const Config& a, const Config& b) {
   return a.max_checkpoint_grace == b.max_checkpoint_grace && a.default_job_type == b.default_job_type &&
          a.max_restarts_limit == b.max_restarts_limit && a.nvlink_domains.size() == b.nvlink_domains.size() &&
          a.node_failure_window == b.node_failure_window && a.large_gang_nodes == b.large_gang_nodes &&
+         a.gpu_type_speed == b.gpu_type_speed &&
          a.preempt_min_run_time == b.preempt_min_run_time && a.preempt_max_per_job == b.preempt_max_per_job &&
          a.preempt_for_large_gang_gpus == b.preempt_for_large_gang_gpus &&
          a.preempt_for_large_gang_wait == b.preempt_for_large_gang_wait && a.gpu_weights == b.gpu_weights &&
@@ -73,6 +74,7 @@ bool same(const Config& a, const Config& b) {
 // What "Default: none/unset" may mean for each key that has no value by default.
 const std::map<std::string, std::function<bool(const Config&)>> kNoDefault = {
     {"GpuWeight", [](const Config& c) { return c.gpu_weights.empty(); }},
+    {"GpuTypeSpeed", [](const Config& c) { return c.gpu_type_speed.empty(); }},
     {"TeamQuota", [](const Config& c) { return c.team_quotas.empty(); }},
     {"NvlinkDomain", [](const Config& c) { return c.nvlink_domains.empty(); }},
     {"PriorityDecayHalfLife", [](const Config& c) { return !c.priority_decay_half_life; }},

@@ -105,6 +105,20 @@ START_TEST(placement_keys) {
   ck_assert_contains(all_errors(r), "NodeFailureWindow=often is not a duration");
   r = parse_config("LargeGangNodes=big\n", "mlsched.conf");
   ck_assert_contains(all_errors(r), "LargeGangNodes=big is not a whole number");
+  // GpuTypeSpeed: off unless set; types lowercased; every bad item named.
+  ck_assert(parse_config("", "m").config->gpu_type_speed.empty());
+  r = parse_config("GpuTypeSpeed=H100:1.8,a100:1\n", "mlsched.conf");
+  ck_assert_msg(r.config.has_value(), "%s", all_errors(r).c_str());
+  ck_assert(r.config->gpu_type_speed.at("h100") == 1.8 && r.config->gpu_type_speed.at("a100") == 1.0);
+  r = parse_config("GpuTypeSpeed=h100:0\n", "mlsched.conf");
+  ck_assert_contains(all_errors(r), "mlsched.conf:1: GpuTypeSpeed: 'h100:0' is not <gpu_type>:<speed> with a speed "
+                                    "above 0, up to 1000 (e.g. h100:1.8,a100:1.0)");
+  r = parse_config("GpuTypeSpeed=h100\n", "mlsched.conf");
+  ck_assert_contains(all_errors(r), "GpuTypeSpeed: 'h100' is not <gpu_type>:<speed>");
+  r = parse_config("GpuTypeSpeed=h100:fast\n", "mlsched.conf");
+  ck_assert_contains(all_errors(r), "GpuTypeSpeed: 'h100:fast' is not");
+  r = parse_config("GpuTypeSpeed=h100:2,H100:3\n", "mlsched.conf");
+  ck_assert_contains(all_errors(r), "GpuTypeSpeed: GPU type h100 is given twice");
 }
 END_TEST
 

@@ -331,6 +331,85 @@ START_TEST(attempts_in_order_with_named_limits) {
 }
 END_TEST
 
+// GpuTypeSpeed: the fastest type with room first; a job that could start now only on
+// a slower type waits for the faster one when, by its time limit, it ends sooner there.
+START_TEST(speed_aware_type_choice) {
+  const Cluster c = fixture_cluster();
+  const GpuNodeIndex index = GpuNodeIndex::of(c);
+  const auto all = all_eligible(c);
+  const std::map<std::string, double> speeds = {{"h100", 2.0}, {"a100", 1.0}};
+  PlacementPolicy fast;
+  fast.type_speed = speeds;
+  ClusterState now = idle_state(c);
+
+  // The user listed a100 first; with speeds the h100 candidates come first, ties and
+  // no speeds keep the user's order; an untyped job too.
+  auto p = plan_placement(c, now, all, gang(1, 8, {"a100", "h100"}, Locality::node), fast);
+  ck_assert_string_eq(p.candidates[0].gpu_type, "h100");
+  p = plan_placement(c, now, all, gang(1, 8, {"a100", "h100"}, Locality::node));
+  ck_assert_string_eq(p.candidates[0].gpu_type, "a100");
+  p = plan_placement(c, now, all, gang(1, 8, {}, Locality::node), fast);
+  ck_assert_string_eq(p.candidates[0].gpu_type, "h100");
+  PlacementPolicy same;
+  same.type_speed = {{"h100", 1.0}, {"a100", 1.0}};
+  p = plan_placement(c, now, all, gang(1, 8, {"a100", "h100"}, Locality::node), same);
+  ck_assert_string_eq(p.candidates[0].gpu_type, "a100");
+  AttemptPlan w = will_run_attempts(c, index, now, all, gang(1, 8, {"a100", "h100"}, Locality::node), fast);
+  ck_assert_string_eq(w.attempts[0].gpu_type, "h100");
+  ck_assert_string_eq(w.attempts[1].gpu_type, "a100");
+
+  // Runtime: the time limit on the slowest acceptable type, half on h100.
+  const std::vector<std::string> both = {"h100", "a100"};
+  ck_assert_int_eq(expected_runtime(speeds, both, "a100", 3600), 3600);
+  ck_assert_int_eq(expected_runtime(speeds, both, "h100", 3600), 1800);
+  ck_assert_int_eq(expected_runtime(speeds, {"h100"}, "h100", 3600), 3600);  // h100-only: its limit
+  ck_assert_int_eq(expected_runtime(speeds, both, "h100", 0), 0);
+  ck_assert(gpu_type_speed(speeds, "H100") == 2.0 && gpu_type_speed(speeds, "t4") == 1.0);
+  // Will-run keeps the earliest end: h100 from +20 min ends before a100 from now.
+  ck_assert_int_eq(expected_finish(speeds, both, "h100", 1200, 3600), 3000);
+  ck_assert_int_eq(expected_finish(speeds, both, "a100", 0, 3600), 3600);
+  ck_assert_int_eq(expected_finish({}, both, "a100", 700, 3600), 700);  // no speeds: the start
+
+  // Every h100 busy: the run-now plan has room on a100 only, so h100 is worth asking about.
+  for (int i = 1; i <= 8; ++i) occupy(now, c, "gpu0" + std::to_string(i), 8);
+  AttemptPlan r = run_now_attempts(c, index, now, all, gang(1, 8, {"h100", "a100"}, Locality::node), fast, false);
+  ck_assert(!r.attempts.empty());
+  ck_assert_string_eq(r.attempts[0].gpu_type, "a100");
+  ck_assert_str_eq(faster_type_to_ask(speeds, both, r).c_str(), "h100");
+  ck_assert_str_eq(faster_type_to_ask({}, both, r).c_str(), "");
+  ck_assert_str_eq(faster_type_to_ask(speeds, {"a100"}, r).c_str(), "");
+  AttemptPlan fits_fast = run_now_attempts(c, index, idle_state(c), all, gang(1, 8, both, Locality::node), fast, false);
+  ck_assert_str_eq(faster_type_to_ask(speeds, both, fits_fast).c_str(), "");
+
+  // A 1-hour job, h100 free in 20 min: ends at +50 min there, at +60 min on a100 now: waits.
+  const time_t t0 = 1000000;
+  FasterTypeWait wait = weigh_faster_type(speeds, both, "h100", t0 + 1200, "a100", 3600, t0);
+  ck_assert(wait.wait);
+  ck_assert_int_eq(wait.finish_faster, t0 + 3000);
+  ck_assert_int_eq(wait.finish_now, t0 + 3600);
+  ck_assert_str_eq(wait.reason.c_str(),
+                   "waits for h100 (GpuTypeSpeed 2 vs 1): expected to start there in 20 min and, by its time limit, "
+                   "to finish 10 min sooner than if started on a100 now");
+  AttemptPlan held = r;
+  hold_for_faster_type(held, wait);
+  // Nothing is offered: h100 has no room, so an offer there could only preempt.
+  ck_assert_int_eq(held.attempts.size(), 0);
+  ck_assert_str_eq(held.reason.c_str(), wait.reason.c_str());
+  // h100 free in 40 min: it would end at +70 min, later than on a100 now: starts now.
+  FasterTypeWait go = weigh_faster_type(speeds, both, "h100", t0 + 2400, "a100", 3600, t0);
+  ck_assert(!go.wait);
+  AttemptPlan kept = r;
+  hold_for_faster_type(kept, go);
+  ck_assert_int_eq(kept.attempts.size(), r.attempts.size());
+  // Exactly even: starts now (waiting must win). No limit, or no known start: never waits.
+  ck_assert(!weigh_faster_type(speeds, both, "h100", t0 + 1800, "a100", 3600, t0).wait);
+  ck_assert(!weigh_faster_type(speeds, both, "h100", t0 + 60, "a100", 0, t0).wait);
+  ck_assert(!weigh_faster_type(speeds, both, "h100", 0, "a100", 3600, t0).wait);
+  // A short job gains little: 2 min limit, h100 in 5 min: starts on a100.
+  ck_assert(!weigh_faster_type(speeds, both, "h100", t0 + 300, "a100", 120, t0).wait);
+}
+END_TEST
+
 Suite* placement_suite() {
   Suite* s = suite_create("placement");
   TCase* tc = tcase_create("placement");
@@ -346,6 +425,7 @@ Suite* placement_suite() {
   tcase_add_test(tc, packing_leaves_more_whole_nodes_than_first_fit);
   tcase_add_test(tc, fragmentation_index);
   tcase_add_test(tc, attempts_in_order_with_named_limits);
+  tcase_add_test(tc, speed_aware_type_choice);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -1,6 +1,7 @@
 // Why a job waits: each reason with its numbers, and counterfactuals computed on
 // a snapshot of the hand-written 16-node cluster (nvl0-3, sw0/sw1, h100/a100).
 #include "core/text.h"
+#include "core/placement.h"
 #include "core/why.h"
 #include "fixtures.h"
 #include "suites.h"
@@ -249,7 +250,7 @@ START_TEST(down_nodes_and_slurm_limits) {
   job.slurm_reason = "SomethingNew";
   ck_assert_msg(find(explain(job, snap), wait_reason::kOtherSlurmReason), "unknown Slurm reason dropped");
   // Every reason the code can give is documented.
-  ck_assert_int_eq(wait_reason_docs().size(), 20);
+  ck_assert_int_eq(wait_reason_docs().size(), 21);
 }
 END_TEST
 
@@ -436,10 +437,7 @@ END_TEST
 // the same plan_placement, and says whether they agree.
 START_TEST(why_shows_select_view_beside_its_recomputation) {
   Cluster c = fixture_cluster();
-  Snapshot snap;
-  snap.cluster = &c;
-  snap.state = idle(c);
-  snap.now = 1000;
+  Snapshot snap{&c, idle(c), {}, {}, 1000};
   // One idle h100 node per h100 domain: 16 free, never 16 in one domain.
   for (const char* n : {"gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"}) occupy(c, snap.state, n, 8);
   JobFacts j = pending_job(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict);
@@ -461,10 +459,33 @@ START_TEST(why_shows_select_view_beside_its_recomputation) {
 }
 END_TEST
 
+// GpuTypeSpeed: select/mlsched keeps a job that fits now on a100 for h100; why names
+// the reason with select's words and does not call its recomputation a disagreement.
+START_TEST(why_names_a_wait_for_a_faster_gpu_type) {
+  Cluster c = fixture_cluster();
+  Snapshot snap{&c, idle(c), {}, {}, 1000};
+  for (int i = 1; i <= 8; ++i) occupy(c, snap.state, "gpu0" + std::to_string(i), 8);
+  JobFacts j = pending_job(1, 8, {"h100", "a100"}, Locality::node, LocalityMode::prefer);
+  const auto wait = weigh_faster_type({{"h100", 2.0}, {"a100", 1.0}}, {"h100", "a100"}, "h100", 1180, "a100", 3600,
+                                      1000);
+  ck_assert(wait.wait && is_faster_type_wait(wait.reason));
+  ck_assert(!is_faster_type_wait("needs 8 h100 GPUs (1 node x 8) in one node; free now: h100: 0 free"));
+  j.select_reason = wait.reason;
+  j.select_evaluated = 990;
+  WhyReport r = explain(j, snap);
+  ck_assert_msg(find(r, wait_reason::kFasterGpuType) != nullptr, "no WaitingForFasterGpuType");
+  ck_assert(find(r, wait_reason::kWaitingForScheduler) == nullptr);
+  const std::string text = format_why(j, r, snap.now);
+  ck_assert_contains(text, "select/mlsched: it waits for h100 (GpuTypeSpeed 2 vs 1): expected to start there in 3 min");
+  ck_assert_contains(text, "; select/mlsched holds it for the faster type above");
+}
+END_TEST
+
 Suite* why_suite() {
   Suite* s = suite_create("why");
   TCase* tc = tcase_create("why");
   tcase_add_test(tc, slurm_strings);
+  tcase_add_test(tc, why_names_a_wait_for_a_faster_gpu_type);
   tcase_add_test(tc, strict_locality_gets_prefer_counterfactual);
   tcase_add_test(tc, fragmented_free_gpus);
   tcase_add_test(tc, busy_type_gets_other_type_counterfactual_and_blockers);

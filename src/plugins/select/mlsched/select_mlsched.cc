@@ -241,7 +241,70 @@ int inner_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, 
 mlsched::PlacementPolicy policy_of(const mlsched::Config& config) {
   mlsched::PlacementPolicy policy;
   policy.large_gang_nodes = config.large_gang_nodes;
+  policy.type_speed = config.gpu_type_speed;
   return policy;
+}
+
+// The job's time limit in seconds; 0 when it has none (speed-aware choice then
+// never makes it wait).
+uint64_t time_limit_seconds(const job_record_t* job_ptr) {
+  const uint32_t minutes = job_ptr->time_limit;
+  if (minutes == NO_VAL || minutes == INFINITE || minutes == 0) return 0;
+  return static_cast<uint64_t>(minutes) * 60;
+}
+
+// GpuTypeSpeed: a job whose fastest acceptable type has no room now, while a slower
+// one has, asks cons_tres when it could start on the fastest (its will-run, as
+// backfill would) and offers nothing now when it would finish sooner by waiting.
+// A gpu-type list is a matching-OR constraint ([h100|a100]), which slurmctld
+// evaluates one type at a time: `bitmap` then holds only the slower type's nodes,
+// so the faster type's nodes are taken from the job's partition (up, not excluded).
+// At most one will-run question per type, or per unit for a strict job
+// (AttemptLimits::will_run_units); none when there is nothing to weigh.
+void consider_faster_type(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                          uint32_t req_nodes, const JobTestTail& tail, const mlsched::PlacementRequest& request,
+                          const mlsched::Config& config, const mlsched::plugin::ClusterModel& model,
+                          const mlsched::ClusterState& state, mlsched::AttemptPlan& plan) {
+  const auto& acceptable = request.gpu_types.empty() ? model.index.gpu_types : request.gpu_types;
+  const std::string faster = mlsched::faster_type_to_ask(config.gpu_type_speed, acceptable, plan);
+  const uint64_t limit = time_limit_seconds(job_ptr);
+  if (faster.empty() || limit == 0 || !job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap) return;
+  std::string now_type;
+  for (const auto& a : plan.attempts)
+    if (a.step == mlsched::AttemptStep::best_fit_nodes && now_type.empty()) now_type = a.gpu_type;
+  bitstr_t* part = job_ptr->part_ptr->node_bitmap;
+  bitstr_t* excluded = job_ptr->details ? job_ptr->details->exc_node_bitmap : nullptr;
+  std::vector<bool> faster_eligible(model.cluster.nodes().size(), false);
+  for (size_t k = 0; k < faster_eligible.size(); ++k) {
+    const auto i = static_cast<int64_t>(model.slurm_index[k]);
+    faster_eligible[k] = state[k].usable && i < bit_size(part) && bit_test(part, i) &&
+                         !(excluded && i < bit_size(excluded) && bit_test(excluded, i));
+  }
+  mlsched::PlacementRequest only_faster = request;
+  only_faster.gpu_types = {faster};
+  const auto ask =
+      mlsched::will_run_attempts(model.cluster, model.index, state, faster_eligible, only_faster, policy_of(config));
+  const time_t original_start = job_ptr->start_time;
+  time_t faster_start = 0;
+  for (const auto& offer : ask.attempts) {
+    bitstr_t* trial = bit_alloc(bit_size(bitmap));
+    for (size_t k : offer.nodes)
+      if (faster_eligible[k]) bit_set(trial, model.slurm_index[k]);
+    if (bit_set_count(trial) >= static_cast<int64_t>(std::max<uint32_t>(1, min_nodes))) {
+      job_ptr->start_time = original_start;
+      if (inner_job_test(job_ptr, trial, min_nodes, max_nodes, req_nodes, SELECT_MODE_WILL_RUN, nullptr, nullptr,
+                         tail) == SLURM_SUCCESS &&
+          (faster_start == 0 || job_ptr->start_time < faster_start))
+        faster_start = job_ptr->start_time;
+    }
+    FREE_NULL_BITMAP(trial);
+  }
+  job_ptr->start_time = original_start;
+  const auto wait = mlsched::weigh_faster_type(config.gpu_type_speed, acceptable, faster, faster_start, now_type,
+                                               limit, time(nullptr));
+  debug2("%s: %pJ could start on %s now; on %s from %ld (0: unknown): %s", kLog, job_ptr, now_type.c_str(),
+         faster.c_str(), static_cast<long>(faster_start), wait.wait ? "waits for it" : "starts now");
+  mlsched::hold_for_faster_type(plan, wait);
 }
 
 // The placement-aware job_test. Returns the inner plugin's code.
@@ -279,11 +342,14 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
   }
 
   if (mode == SELECT_MODE_WILL_RUN) {
-    // Backfill asks when the job could start: keep the earliest answer.
+    // Backfill asks when the job could start: keep the earliest answer (with
+    // GpuTypeSpeed, the one that ends soonest).
     const auto plan = mlsched::will_run_attempts(cluster, model->index, current_state(*model, *config), eligible,
                                                  request, policy_of(*config));
+    const auto& acceptable = request.gpu_types.empty() ? model->index.gpu_types : request.gpu_types;
+    const uint64_t limit = time_limit_seconds(job_ptr);
     const time_t original_start = job_ptr->start_time;
-    time_t best_start = 0;
+    time_t best_start = 0, best_finish = 0;
     bitstr_t* best = nullptr;
     List best_preemptees = nullptr;
     for (const auto& offer : plan.attempts) {
@@ -291,11 +357,14 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
       job_ptr->start_time = original_start;
       auto [rc, trial] = attempt(offer.nodes, mode, preemptee_job_list ? &preemptees : nullptr);
       if (rc != SLURM_SUCCESS) continue;
-      if (!best || job_ptr->start_time < best_start) {
+      const time_t finish =
+          mlsched::expected_finish(config->gpu_type_speed, acceptable, offer.gpu_type, job_ptr->start_time, limit);
+      if (!best || finish < best_finish) {
         FREE_NULL_BITMAP(best);
         FREE_NULL_LIST(best_preemptees);
         best = trial;
         best_start = job_ptr->start_time;
+        best_finish = finish;
         best_preemptees = preemptees;
       } else {
         FREE_NULL_BITMAP(trial);
@@ -314,8 +383,9 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
   // Run now (also the preemption path, with candidates to preempt): the first offer
   // cons_tres accepts.
   const mlsched::ClusterState state = current_state(*model, *config);
-  const auto plan = mlsched::run_now_attempts(cluster, model->index, state, eligible, request, policy_of(*config),
-                                              preemptee_candidates != nullptr);
+  auto plan = mlsched::run_now_attempts(cluster, model->index, state, eligible, request, policy_of(*config),
+                                        preemptee_candidates != nullptr);
+  consider_faster_type(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, tail, request, *config, *model, state, plan);
   for (const auto& offer : plan.attempts) {
     auto [rc, trial] = attempt(offer.nodes, mode, preemptee_job_list);
     if (rc != SLURM_SUCCESS) continue;
