@@ -174,6 +174,14 @@ uint64_t expected_runtime(const std::map<std::string, double>& speeds, const std
 std::string faster_type_to_ask(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
                                const AttemptPlan& run_now);
 
+// Will-run: slurmctld tests a gpu-type list one type at a time, so one will-run
+// call may see only slower types. The fastest acceptable type when it is faster
+// than `best_type` (this call's answer) and was not among `will_run`'s offers; ""
+// otherwise (then the call's own comparison already weighed it).
+std::string faster_type_not_offered(const std::map<std::string, double>& speeds,
+                                    const std::vector<std::string>& acceptable, const AttemptPlan& will_run,
+                                    const std::string& best_type);
+
 struct FasterTypeWait {
   bool wait = false;
   std::string faster_type;   // the type it waits for
@@ -186,7 +194,8 @@ struct FasterTypeWait {
 
 // Decides whether to wait: `faster_start` is when the job could start on
 // `faster_type` (0: unknown, so no waiting), `time_limit` its limit in seconds
-// (0: none, so no waiting); `now_type` the fastest type with room now.
+// (0: none, so no waiting); `now_type` the fastest type with room at `now` (for a
+// will-run, `now` is that type's start).
 FasterTypeWait weigh_faster_type(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,
                                  const std::string& faster_type, time_t faster_start, const std::string& now_type,
                                  uint64_t time_limit, time_t now);

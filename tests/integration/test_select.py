@@ -68,6 +68,17 @@ def recorded_reason(cluster, job, timeout=20):
     return reason
 
 
+def wait_for_field(cluster, job, field, timeout=30):
+    """A job field once it is set (None if it never is within `timeout`)."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        value = cluster.job_field(job, field)
+        if value and value != "(null)":
+            return value
+        time.sleep(0.5)
+    return None
+
+
 @pytest.fixture
 def clean(request):
     """Cancels every job of the test user on the clusters a test used."""
@@ -178,14 +189,8 @@ def test_backfill_reservation_stays_in_one_domain(cluster, clean):
     occupy(cluster, [f"gpu0{i}" for i in range(1, 9)])
     job = submit(cluster, "-N", "3", "--gres=gpu:8",
                  directives=["gpu-type=h100 locality=nvlink-domain locality-mode=strict"])
-    deadline = time.time() + 30
-    planned = None
-    while time.time() < deadline:
-        planned = cluster.job_field(job, "SchedNodeList")
-        if planned and planned != "(null)":
-            break
-        time.sleep(0.5)
-    assert planned and planned != "(null)", cluster.show_job(job)
+    planned = wait_for_field(cluster, job, "SchedNodeList")
+    assert planned, cluster.show_job(job)
     nodes = hostnames(cluster, planned)
     assert len(nodes) == 3 and len({DOMAIN[n] for n in nodes}) == 1, nodes
     assert cluster.job_field(job, "StartTime") not in ("Unknown", None)
@@ -255,8 +260,8 @@ def wait_reason_contains(cluster, job, words, timeout=30):
 def test_job_waits_for_the_faster_gpu_type_when_it_would_finish_sooner(cluster, mlsched_conf, clean):
     """GpuTypeSpeed=h100:2,a100:1. Every h100 is busy for at most 3 more minutes, every
     a100 is free. A 1-hour job that accepts either type would end by +33 min on h100
-    (half its limit, from +3 min) against +60 min on a100 now: it waits for h100, and
-    says so. A 2-minute job would end by +4 min on h100 against +2 min on a100: it
+    (half its limit, from +3 min) against +60 min on a100 now: it waits for h100, says
+    so, and backfill plans it on h100. A 2-minute job would end by +4 min on h100 against +2 min on a100: it
     starts on a100 now. Once the h100 nodes free up, the hour job starts there."""
     clean(cluster)
     mlsched_conf.append("GpuTypeSpeed=h100:2,a100:1", plugin="select/mlsched", tag="speed-aware type choice")
@@ -269,6 +274,9 @@ def test_job_waits_for_the_faster_gpu_type_when_it_would_finish_sooner(cluster, 
         r"mlsched: waits for h100 \(GpuTypeSpeed 2 vs 1\): expected to start there in [1-3] min and, by its "
         r"time limit, to finish (2[7-9]|30) min sooner than if started on a100 now", reason), reason
     assert cluster.job_field(long_job, "JobState") == "PENDING"
+    # Backfill plans it on h100 (its reservation), not on the idle a100 nodes.
+    planned = wait_for_field(cluster, long_job, "SchedNodeList")
+    assert planned and all(int(n[3:]) <= 8 for n in hostnames(cluster, planned)), cluster.show_job(long_job)
     free_a100 = cluster.run(["sinfo", "-h", "-n", "gpu[09-16]", "-t", "idle", "-o", "%D"]).out.split()
     assert free_a100 == ["8"], free_a100  # a100 was there to take, and left free
     why = cluster.run([str(TOOL), "why", long_job], user=USER)

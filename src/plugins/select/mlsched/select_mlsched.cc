@@ -253,25 +253,17 @@ uint64_t time_limit_seconds(const job_record_t* job_ptr) {
   return static_cast<uint64_t>(minutes) * 60;
 }
 
-// GpuTypeSpeed: a job whose fastest acceptable type has no room now, while a slower
-// one has, asks cons_tres when it could start on the fastest (its will-run, as
-// backfill would) and offers nothing now when it would finish sooner by waiting.
-// A gpu-type list is a matching-OR constraint ([h100|a100]), which slurmctld
-// evaluates one type at a time: `bitmap` then holds only the slower type's nodes,
-// so the faster type's nodes are taken from the job's partition (up, not excluded).
-// At most one will-run question per type, or per unit for a strict job
-// (AttemptLimits::will_run_units); none when there is nothing to weigh.
-void consider_faster_type(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
-                          uint32_t req_nodes, const JobTestTail& tail, const mlsched::PlacementRequest& request,
-                          const mlsched::Config& config, const mlsched::plugin::ClusterModel& model,
-                          const mlsched::ClusterState& state, mlsched::AttemptPlan& plan) {
-  const auto& acceptable = request.gpu_types.empty() ? model.index.gpu_types : request.gpu_types;
-  const std::string faster = mlsched::faster_type_to_ask(config.gpu_type_speed, acceptable, plan);
-  const uint64_t limit = time_limit_seconds(job_ptr);
-  if (faster.empty() || limit == 0 || !job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap) return;
-  std::string now_type;
-  for (const auto& a : plan.attempts)
-    if (a.step == mlsched::AttemptStep::best_fit_nodes && now_type.empty()) now_type = a.gpu_type;
+// GpuTypeSpeed: when could the job start on `faster` (0: unknown)? cons_tres's
+// will-run on that type's nodes. A gpu-type list is a matching-OR constraint
+// ([h100|a100]), which slurmctld tests one type at a time, so the job's bitmap may
+// hold only the slower type's nodes: the faster type's are taken from the job's
+// partition (up, not excluded). At most one question per type, or per unit for a
+// strict job (AttemptLimits::will_run_units).
+time_t faster_type_start(job_record_t* job_ptr, int64_t bitmap_size, uint32_t min_nodes, uint32_t max_nodes,
+                         uint32_t req_nodes, const JobTestTail& tail, const mlsched::PlacementRequest& request,
+                         const mlsched::Config& config, const mlsched::plugin::ClusterModel& model,
+                         const mlsched::ClusterState& state, const std::string& faster) {
+  if (!job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap) return 0;
   bitstr_t* part = job_ptr->part_ptr->node_bitmap;
   bitstr_t* excluded = job_ptr->details ? job_ptr->details->exc_node_bitmap : nullptr;
   std::vector<bool> faster_eligible(model.cluster.nodes().size(), false);
@@ -285,25 +277,43 @@ void consider_faster_type(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_
   const auto ask =
       mlsched::will_run_attempts(model.cluster, model.index, state, faster_eligible, only_faster, policy_of(config));
   const time_t original_start = job_ptr->start_time;
-  time_t faster_start = 0;
+  time_t start = 0;
   for (const auto& offer : ask.attempts) {
-    bitstr_t* trial = bit_alloc(bit_size(bitmap));
+    bitstr_t* trial = bit_alloc(bitmap_size);
     for (size_t k : offer.nodes)
       if (faster_eligible[k]) bit_set(trial, model.slurm_index[k]);
     if (bit_set_count(trial) >= static_cast<int64_t>(std::max<uint32_t>(1, min_nodes))) {
       job_ptr->start_time = original_start;
       if (inner_job_test(job_ptr, trial, min_nodes, max_nodes, req_nodes, SELECT_MODE_WILL_RUN, nullptr, nullptr,
                          tail) == SLURM_SUCCESS &&
-          (faster_start == 0 || job_ptr->start_time < faster_start))
-        faster_start = job_ptr->start_time;
+          (start == 0 || job_ptr->start_time < start))
+        start = job_ptr->start_time;
     }
     FREE_NULL_BITMAP(trial);
   }
   job_ptr->start_time = original_start;
-  const auto wait = mlsched::weigh_faster_type(config.gpu_type_speed, acceptable, faster, faster_start, now_type,
-                                               limit, time(nullptr));
+  return start;
+}
+
+// Run now: a job whose fastest acceptable type has no room, while a slower one has,
+// is offered nothing when it would finish sooner by waiting for the faster type.
+void consider_faster_type(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
+                          uint32_t req_nodes, const JobTestTail& tail, const mlsched::PlacementRequest& request,
+                          const mlsched::Config& config, const mlsched::plugin::ClusterModel& model,
+                          const mlsched::ClusterState& state, mlsched::AttemptPlan& plan) {
+  const auto& acceptable = request.gpu_types.empty() ? model.index.gpu_types : request.gpu_types;
+  const std::string faster = mlsched::faster_type_to_ask(config.gpu_type_speed, acceptable, plan);
+  const uint64_t limit = time_limit_seconds(job_ptr);
+  if (faster.empty() || limit == 0) return;
+  std::string now_type;
+  for (const auto& a : plan.attempts)
+    if (a.step == mlsched::AttemptStep::best_fit_nodes && now_type.empty()) now_type = a.gpu_type;
+  const time_t start = faster_type_start(job_ptr, bit_size(bitmap), min_nodes, max_nodes, req_nodes, tail, request,
+                                         config, model, state, faster);
+  const auto wait =
+      mlsched::weigh_faster_type(config.gpu_type_speed, acceptable, faster, start, now_type, limit, time(nullptr));
   debug2("%s: %pJ could start on %s now; on %s from %ld (0: unknown): %s", kLog, job_ptr, now_type.c_str(),
-         faster.c_str(), static_cast<long>(faster_start), wait.wait ? "waits for it" : "starts now");
+         faster.c_str(), static_cast<long>(start), wait.wait ? "waits for it" : "starts now");
   mlsched::hold_for_faster_type(plan, wait);
 }
 
@@ -344,12 +354,13 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
   if (mode == SELECT_MODE_WILL_RUN) {
     // Backfill asks when the job could start: keep the earliest answer (with
     // GpuTypeSpeed, the one that ends soonest).
-    const auto plan = mlsched::will_run_attempts(cluster, model->index, current_state(*model, *config), eligible,
-                                                 request, policy_of(*config));
+    const mlsched::ClusterState state = current_state(*model, *config);
+    const auto plan = mlsched::will_run_attempts(cluster, model->index, state, eligible, request, policy_of(*config));
     const auto& acceptable = request.gpu_types.empty() ? model->index.gpu_types : request.gpu_types;
     const uint64_t limit = time_limit_seconds(job_ptr);
     const time_t original_start = job_ptr->start_time;
     time_t best_start = 0, best_finish = 0;
+    std::string best_type;
     bitstr_t* best = nullptr;
     List best_preemptees = nullptr;
     for (const auto& offer : plan.attempts) {
@@ -365,10 +376,30 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
         best = trial;
         best_start = job_ptr->start_time;
         best_finish = finish;
+        best_type = offer.gpu_type;
         best_preemptees = preemptees;
       } else {
         FREE_NULL_BITMAP(trial);
         FREE_NULL_LIST(preemptees);
+      }
+    }
+    // This call may have seen only slower types (a gpu-type list's matching-OR pass):
+    // when the job ends sooner on the faster type, this pass has no answer, so
+    // backfill keeps the faster type's and reserves its GPUs for the job.
+    if (best) {
+      const std::string faster =
+          mlsched::faster_type_not_offered(config->gpu_type_speed, acceptable, plan, best_type);
+      if (!faster.empty() && limit) {
+        const time_t start = faster_type_start(job_ptr, bit_size(bitmap), min_nodes, max_nodes, req_nodes, tail,
+                                               request, *config, *model, state, faster);
+        if (mlsched::weigh_faster_type(config->gpu_type_speed, acceptable, faster, start, best_type, limit, best_start)
+                .wait) {
+          debug2("%s: %pJ will-run: %s from %ld ends sooner than %s from %ld; no answer on %s", kLog, job_ptr,
+                 faster.c_str(), static_cast<long>(start), best_type.c_str(), static_cast<long>(best_start),
+                 best_type.c_str());
+          FREE_NULL_BITMAP(best);
+          FREE_NULL_LIST(best_preemptees);
+        }
       }
     }
     if (!best) {
