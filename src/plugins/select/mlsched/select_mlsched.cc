@@ -7,6 +7,8 @@
 // fits, best fit) and hands cons_tres the narrowed node set; after a successful
 // run-now it moves the job's GPUs onto one NVLink clique per node where possible.
 #include <algorithm>
+#include <atomic>
+#include <cinttypes>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -64,6 +66,47 @@ bool g_failures_unsaved = false;        // under g_failures_mutex
 mlsched::plugin::PeriodicWorker g_saver;
 
 std::string str(const char* s) { return s ? std::string(s) : std::string(); }
+
+// What select/mlsched costs slurmctld: job tests, the cons_tres evaluations they
+// make, and the time inside them. Counted under slurmctld's locks (atomics only, no
+// I/O) and logged once a minute by the saver thread (SlurmctldDebug=verbose), so a
+// site, or bench/sched_cost, can see what a scheduling pass pays for placement.
+struct CostCounters {
+  std::atomic<uint64_t> job_tests{0};
+  std::atomic<uint64_t> cons_tres_calls{0};
+  std::atomic<uint64_t> nanoseconds{0};
+  std::atomic<uint64_t> slowest_ns{0};
+};
+CostCounters g_cost;
+
+// Counts one select_p_job_test from construction to destruction.
+class CostTimer {
+ public:
+  CostTimer() : start_(std::chrono::steady_clock::now()) {}
+  ~CostTimer() {
+    const auto ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start_).count());
+    g_cost.job_tests.fetch_add(1, std::memory_order_relaxed);
+    g_cost.nanoseconds.fetch_add(ns, std::memory_order_relaxed);
+    uint64_t prev = g_cost.slowest_ns.load(std::memory_order_relaxed);
+    while (ns > prev && !g_cost.slowest_ns.compare_exchange_weak(prev, ns, std::memory_order_relaxed)) {
+    }
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+void log_cost() {
+  const uint64_t tests = g_cost.job_tests.exchange(0, std::memory_order_relaxed);
+  const uint64_t calls = g_cost.cons_tres_calls.exchange(0, std::memory_order_relaxed);
+  const uint64_t ns = g_cost.nanoseconds.exchange(0, std::memory_order_relaxed);
+  const uint64_t slowest = g_cost.slowest_ns.exchange(0, std::memory_order_relaxed);
+  if (tests == 0) return;
+  verbose("%s: cost since the last report: %" PRIu64 " job tests, %" PRIu64
+          " cons_tres evaluations (%.1f per test), %.1f ms in all (%.3f ms per test, slowest %.1f ms)",
+          kLog, tests, calls, static_cast<double>(calls) / tests, ns / 1e6, ns / 1e6 / tests, slowest / 1e6);
+}
 
 bool is_gpu(const gres_state_t* gres_state) { return gres_state->gres_name && !strcmp(gres_state->gres_name, "gpu"); }
 
@@ -168,6 +211,7 @@ void save_failures() {
 void saver_loop(mlsched::plugin::PeriodicWorker& worker) {
   while (!worker.stopping()) {
     save_failures();
+    log_cost();
     worker.sleep_for(std::chrono::seconds(60));
   }
 }
@@ -232,6 +276,7 @@ void align_gpus_to_cliques(job_record_t* job_ptr, bitstr_t* selected, const mlsc
 int inner_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                    uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
                    const JobTestTail& tail) {
+  g_cost.cons_tres_calls.fetch_add(1, std::memory_order_relaxed);
   return mlsched::plugin::release::cons_tres_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode,
                                                      preemptee_candidates, preemptee_job_list, tail);
 }
@@ -460,6 +505,7 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
                                             uint32_t max_nodes, uint32_t req_nodes, uint16_t mode,
                                             List preemptee_candidates, List* preemptee_job_list,
                                             const JobTestTail& tail) {
+  const CostTimer timer;
   try {
     mlsched::PlacementRequest request;
     std::shared_ptr<const mlsched::Config> config;
