@@ -510,15 +510,13 @@ std::string faster_type_to_ask(const std::map<std::string, double>& speeds, cons
   return !fastest_has_room && slower_has_room ? fastest : "";
 }
 
-std::string faster_type_not_offered(const std::map<std::string, double>& speeds,
-                                    const std::vector<std::string>& acceptable, const AttemptPlan& will_run,
-                                    const std::string& best_type) {
+std::string faster_type_not_asked(const std::map<std::string, double>& speeds,
+                                  const std::vector<std::string>& acceptable, const std::vector<std::string>& asked,
+                                  const std::string& best_type) {
   if (speeds.empty() || acceptable.size() < 2 || best_type.empty()) return "";
   const std::string fastest = types_by_speed(acceptable, speeds).front();
   if (!(gpu_type_speed(speeds, best_type) < gpu_type_speed(speeds, fastest))) return "";
-  for (const auto& a : will_run.attempts)
-    if (a.gpu_type == fastest) return "";
-  return fastest;
+  return std::find(asked.begin(), asked.end(), fastest) == asked.end() ? fastest : "";
 }
 
 FasterTypeWait weigh_faster_type(const std::map<std::string, double>& speeds, const std::vector<std::string>& acceptable,

@@ -175,12 +175,13 @@ std::string faster_type_to_ask(const std::map<std::string, double>& speeds, cons
                                const AttemptPlan& run_now);
 
 // Will-run: slurmctld tests a gpu-type list one type at a time, so one will-run
-// call may see only slower types. The fastest acceptable type when it is faster
-// than `best_type` (this call's answer) and was not among `will_run`'s offers; ""
-// otherwise (then the call's own comparison already weighed it).
-std::string faster_type_not_offered(const std::map<std::string, double>& speeds,
-                                    const std::vector<std::string>& acceptable, const AttemptPlan& will_run,
-                                    const std::string& best_type);
+// call may see only slower types' nodes. The fastest acceptable type when it is
+// faster than `best_type` (this call's answer) and is not in `asked` (the types
+// whose nodes this call could offer cons_tres); "" otherwise (then the call's own
+// comparison already weighed it).
+std::string faster_type_not_asked(const std::map<std::string, double>& speeds,
+                                  const std::vector<std::string>& acceptable, const std::vector<std::string>& asked,
+                                  const std::string& best_type);
 
 struct FasterTypeWait {
   bool wait = false;

@@ -408,7 +408,11 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     std::string best_type;
     bitstr_t* best = nullptr;
     List best_preemptees = nullptr;
+    std::vector<std::string> asked;  // types whose nodes this call holds (a gpu-type list: one type a call)
     for (const auto& offer : plan.attempts) {
+      uint32_t usable = 0;
+      for (size_t k : offer.nodes) usable += eligible[k] ? 1 : 0;
+      if (usable >= std::max<uint32_t>(1, min_nodes)) asked.push_back(offer.gpu_type);
       List preemptees = nullptr;
       job_ptr->start_time = original_start;
       auto [rc, trial] = attempt(offer.nodes, mode, preemptee_job_list ? &preemptees : nullptr);
@@ -433,7 +437,7 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     // backfill keeps the faster type's and reserves its GPUs for the job.
     if (best) {
       const std::string faster =
-          mlsched::faster_type_not_offered(config->gpu_type_speed, acceptable, plan, best_type);
+          mlsched::faster_type_not_asked(config->gpu_type_speed, acceptable, asked, best_type);
       if (!faster.empty() && limit) {
         const time_t start = faster_type_start(job_ptr, bit_size(bitmap), min_nodes, max_nodes, req_nodes, tail,
                                                request, *config, *model, state, faster);
