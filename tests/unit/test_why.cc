@@ -42,6 +42,15 @@ JobFacts pending_job(uint32_t nodes, uint32_t per_node, std::vector<std::string>
   return j;
 }
 
+// The cluster idle at `now`, nothing else known.
+Snapshot idle_snapshot(const Cluster& c, time_t now) {
+  Snapshot snap;
+  snap.cluster = &c;
+  snap.state = idle(c);
+  snap.now = now;
+  return snap;
+}
+
 const Finding* find(const WhyReport& r, const std::string& reason) {
   for (const auto& f : r.findings)
     if (f.reason == reason) return &f;
@@ -437,7 +446,7 @@ END_TEST
 // the same plan_placement, and says whether they agree.
 START_TEST(why_shows_select_view_beside_its_recomputation) {
   Cluster c = fixture_cluster();
-  Snapshot snap{&c, idle(c), {}, {}, 1000};
+  Snapshot snap = idle_snapshot(c, 1000);
   // One idle h100 node per h100 domain: 16 free, never 16 in one domain.
   for (const char* n : {"gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"}) occupy(c, snap.state, n, 8);
   JobFacts j = pending_job(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict);
@@ -463,7 +472,7 @@ END_TEST
 // the reason with select's words and does not call its recomputation a disagreement.
 START_TEST(why_names_a_wait_for_a_faster_gpu_type) {
   Cluster c = fixture_cluster();
-  Snapshot snap{&c, idle(c), {}, {}, 1000};
+  Snapshot snap = idle_snapshot(c, 1000);
   for (int i = 1; i <= 8; ++i) occupy(c, snap.state, "gpu0" + std::to_string(i), 8);
   JobFacts j = pending_job(1, 8, {"h100", "a100"}, Locality::node, LocalityMode::prefer);
   const auto wait = weigh_faster_type({{"h100", 2.0}, {"a100", 1.0}}, {"h100", "a100"}, "h100", 1180, "a100", 3600,
