@@ -397,10 +397,11 @@ ClusterState all_idle(ClusterState state) {
   for (auto& n : state) n.gpu_busy.assign(n.gpu_busy.size(), false);
   return state;
 }
+}  // namespace
+
 const std::vector<std::string>& acceptable_types(const GpuNodeIndex& index, const PlacementRequest& request) {
   return request.gpu_types.empty() ? index.gpu_types : request.gpu_types;
 }
-}  // namespace
 
 AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request) {
   AttemptPlan plan;

@@ -141,6 +141,8 @@ struct AttemptPlan {
   // Recorded when none succeeds (run now only): the plan's reason for users.
   std::string reason;
 };
+// The GPU types a request accepts: its list, or every type the cluster has.
+const std::vector<std::string>& acceptable_types(const GpuNodeIndex& index, const PlacementRequest& request);
 // Test-only: "could it ever run" on an acceptable type.
 AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request);
 // Will-run: when could it start (the caller keeps the earliest answer).

@@ -346,7 +346,7 @@ void consider_faster_type(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_
                           uint32_t req_nodes, const JobTestTail& tail, const mlsched::PlacementRequest& request,
                           const mlsched::Config& config, const mlsched::plugin::ClusterModel& model,
                           const mlsched::ClusterState& state, mlsched::AttemptPlan& plan) {
-  const auto& acceptable = request.gpu_types.empty() ? model.index.gpu_types : request.gpu_types;
+  const auto& acceptable = mlsched::acceptable_types(model.index, request);
   const std::string faster = mlsched::faster_type_to_ask(config.gpu_type_speed, acceptable, plan);
   const uint64_t limit = time_limit_seconds(job_ptr);
   if (faster.empty() || limit == 0) return;
@@ -401,7 +401,7 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     // GpuTypeSpeed, the one that ends soonest).
     const mlsched::ClusterState state = current_state(*model, *config);
     const auto plan = mlsched::will_run_attempts(cluster, model->index, state, eligible, request, policy_of(*config));
-    const auto& acceptable = request.gpu_types.empty() ? model->index.gpu_types : request.gpu_types;
+    const auto& acceptable = mlsched::acceptable_types(model->index, request);
     const uint64_t limit = time_limit_seconds(job_ptr);
     const time_t original_start = job_ptr->start_time;
     time_t best_start = 0, best_finish = 0;
