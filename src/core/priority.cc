@@ -123,54 +123,134 @@ double fairshare_of(const std::map<std::string, TeamStanding>& standing, const s
   return s == standing.end() ? 0.0 : s->second.fairshare;
 }
 
-// What one pass needs of each team, looked up once per team rather than per job:
-// with 100,000 pending jobs the ordered-map lookups by team name and the
-// lowercasing of GPU types were most of the pass. Headroom per GPU type as the job
-// names it is computed on first use with Quotas, so the answers are the same.
-class TeamCache {
+// The queue-order walk, with what it needs of each team looked up once per team and
+// GPU type rather than per job: with 100,000 pending jobs the ordered-map lookups by
+// team name and the lowercasing of GPU types were most of the pass. The guarantee
+// and the GPUs in use are counted as Quotas::borrowing() counts them.
+class GuaranteeWalk {
  public:
-  explicit TeamCache(const PriorityInputs& in) : in_(in) {}
+  GuaranteeWalk(const GuaranteeOf& guaranteed, const TeamGpusInUse& in_use) : guaranteed_(guaranteed), in_use_(in_use) {}
 
-  // (fairshare, borrowing) of a job.
-  std::pair<double, bool> of(const PricedJob& job) {
-    auto [it, inserted] = teams_.try_emplace(job.team);
-    Team& team = it->second;
-    if (inserted) team.fairshare = fairshare_of(in_.standing, job.team);
+  // The next pending job in queue order; an eligible one takes its place in its
+  // team's guarantee (fit_in_queue()).
+  GuaranteePlace take(const PricedJob& job) {
+    GuaranteePlace place;
     // A job that needs no GPUs borrows nothing.
-    if (job.gpus == 0) return {team.fairshare, false};
-    for (const auto& [type, headroom] : team.headroom)
-      if (type == job.gpu_type) return {team.fairshare, job.gpus > headroom};
-    // Quotas::borrowing() is "used + gpus > guaranteed", i.e. gpus > headroom.
-    const int64_t headroom = headroom_of(job.team, job.gpu_type);
-    team.headroom.emplace_back(job.gpu_type, headroom);
-    return {team.fairshare, job.gpus > headroom};
+    if (job.gpus == 0) return place;
+    Team& team = teams_[job.team];
+    Kind& kind = kind_of(team, job);
+    QueuedClaims& claims = team.claims;
+    const uint64_t claimed = kind.type.empty() ? claims.claimed_all : claims.claimed[kind.type];
+    const int64_t left = kind.headroom - static_cast<int64_t>(claimed);
+    const QueueFit fit = fit_in_queue(left, job.gpus, kind.guaranteed, kind.closed_by != 0);
+    place.borrowing = fit.borrowing;
+    place.kept_by = kind.closed_by;
+    if (!job.eligible) return place;
+    if (!fit.borrowing) {
+      claims.claimed_all += job.gpus;
+      if (!kind.type.empty()) claims.claimed[kind.type] += job.gpus;
+    } else if (fit.closes) {
+      // Two spellings of one type ("H100", "h100") share the closing.
+      for (auto& k : team.kinds)
+        if (k.type == kind.type) k.closed_by = job.job_id;
+      claims.closed[kind.type] = job.job_id;
+    }
+    return place;
+  }
+
+  GuaranteeQueue queue() const {
+    GuaranteeQueue q;
+    for (const auto& [name, team] : teams_)
+      if (team.claims.claimed_all || !team.claims.closed.empty()) q[name] = team.claims;
+    return q;
   }
 
  private:
-  struct Team {
-    double fairshare = 0;
-    std::vector<std::pair<std::string, int64_t>> headroom;  // gpu_type as jobs name it -> GPUs left
+  // One GPU type as jobs name it ("" = no single type).
+  struct Kind {
+    std::string named;
+    std::string type;  // lowercase
+    uint64_t guaranteed = 0;
+    int64_t headroom = 0;    // guaranteed - GPUs the team holds of that type
+    uint32_t closed_by = 0;  // 0: open
   };
-  int64_t headroom_of(const std::string& team, const std::string& gpu_type) const {
-    // Counted as Quotas::borrowing() counts: an untyped job against all types.
-    int64_t used = 0;
-    auto t = in_.in_use.find(team);
-    if (t != in_.in_use.end()) {
-      const std::string want = lowercase(gpu_type);
-      for (const auto& [type, count] : t->second)
-        if (gpu_type.empty() || lowercase(type) == want) used += count;
-    }
-    return static_cast<int64_t>(in_.quotas.guaranteed(team, gpu_type)) - used;
+  struct Team {
+    std::vector<Kind> kinds;
+    QueuedClaims claims;
+  };
+  Kind& kind_of(Team& team, const PricedJob& job) {
+    for (auto& k : team.kinds)
+      if (k.named == job.gpu_type) return k;
+    Kind k;
+    k.named = job.gpu_type;
+    k.type = lowercase(job.gpu_type);
+    k.guaranteed = guaranteed_(job.team, job.gpu_type);
+    uint64_t used = 0;
+    auto t = in_use_.find(job.team);
+    if (t != in_use_.end()) used = gpus_of_type(t->second, job.gpu_type);
+    k.headroom = static_cast<int64_t>(k.guaranteed) - static_cast<int64_t>(used);
+    if (auto c = team.claims.closed.find(k.type); c != team.claims.closed.end()) k.closed_by = c->second;
+    team.kinds.push_back(k);
+    return team.kinds.back();
   }
 
-  const PriorityInputs& in_;
+  const GuaranteeOf& guaranteed_;
+  const TeamGpusInUse& in_use_;
   std::unordered_map<std::string, Team> teams_;
 };
 
 }  // namespace
 
+std::vector<GuaranteePlace> places_in_guarantee(const std::vector<PricedJob>& pending, const GuaranteeOf& guaranteed,
+                                                const TeamGpusInUse& in_use, GuaranteeQueue* queue) {
+  std::vector<size_t> order(pending.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const PricedJob& x = pending[a];
+    const PricedJob& y = pending[b];
+    return x.submit_time != y.submit_time ? x.submit_time < y.submit_time : x.job_id < y.job_id;
+  });
+  std::vector<GuaranteePlace> places(pending.size());
+  GuaranteeWalk walk(guaranteed, in_use);
+  for (size_t i : order) places[i] = walk.take(pending[i]);
+  if (queue) *queue = walk.queue();
+  return places;
+}
+
+QueueFit fit_in_queue(int64_t left, uint32_t gpus, uint64_t guaranteed, bool closed) {
+  QueueFit fit;
+  if (closed) {
+    fit.borrowing = true;
+  } else if (static_cast<int64_t>(gpus) > left) {
+    fit.borrowing = true;
+    fit.closes = gpus <= guaranteed;
+  }
+  return fit;
+}
+
 PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int64_t now) {
-  const bool borrowing = job.gpus > 0 && in.quotas.borrowing(job.team, job.gpu_type, job.gpus, in.in_use);
+  bool borrowing = false;
+  if (job.gpus > 0) {
+    uint64_t claimed = 0;
+    bool closed = false;
+    if (in.queue) {
+      auto q = in.queue->find(job.team);
+      if (q != in.queue->end()) {
+        const std::string type = lowercase(job.gpu_type);
+        closed = q->second.closed.count(type) > 0;
+        if (type.empty()) {
+          claimed = q->second.claimed_all;
+        } else if (auto c = q->second.claimed.find(type); c != q->second.claimed.end()) {
+          claimed = c->second;
+        }
+      }
+    }
+    const uint64_t guaranteed = in.quotas.guaranteed(job.team, job.gpu_type);
+    uint64_t used = 0;
+    if (auto t = in.in_use.find(job.team); t != in.in_use.end()) used = gpus_of_type(t->second, job.gpu_type);
+    const int64_t left = static_cast<int64_t>(guaranteed) - static_cast<int64_t>(used) - static_cast<int64_t>(claimed);
+    borrowing = fit_in_queue(left, job.gpus, guaranteed, closed).borrowing;
+  }
   return price(job, in.config, fairshare_of(in.standing, job.team), borrowing, in.cluster_gpus, now);
 }
 
@@ -200,13 +280,19 @@ PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassIn
   uint32_t cluster_gpus = 0;
   for (const auto& [type, count] : in.cluster_gpus_by_type) cluster_gpus += count;
   const Quotas quotas(config, out.standing, in.cluster_gpus_by_type);
-  const PriorityInputs inputs{config, out.standing, quotas, out.in_use, cluster_gpus};
   out.running_borrowing = running_borrowing(quotas, in.running);
+  const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) {
+    return quotas.guaranteed(team, type);
+  };
+  const std::vector<GuaranteePlace> places = places_in_guarantee(in.pending, guaranteed, out.in_use, &out.queue);
+  // Fair share looked up once per team, not per job (see GuaranteeWalk).
+  std::unordered_map<std::string, double> fairshare;
   out.pending.reserve(in.pending.size());
-  TeamCache teams(inputs);
-  for (const auto& job : in.pending) {
-    const auto [fairshare, borrowing] = teams.of(job);
-    out.pending.push_back(price(job, config, fairshare, borrowing, cluster_gpus, now));
+  for (size_t i = 0; i < in.pending.size(); ++i) {
+    const PricedJob& job = in.pending[i];
+    auto [f, inserted] = fairshare.try_emplace(job.team, 0.0);
+    if (inserted) f->second = fairshare_of(out.standing, job.team);
+    out.pending.push_back(price(job, config, f->second, places[i].borrowing, cluster_gpus, now));
   }
   return out;
 }

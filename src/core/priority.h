@@ -88,6 +88,9 @@ struct PricedJob {
   // GPU-seconds the job consumed in its earlier runs (a requeued job), for the
   // attained-service level; 0 for a job that never ran.
   double attained_gpu_seconds = 0;
+  // False while something other than GPUs keeps it from starting (a dependency, a
+  // begin time to come): such a job takes no place in its team's guarantee.
+  bool eligible = true;
 };
 
 // The terms of one job's priority, already weighted (what sprio -l shows).
@@ -107,13 +110,57 @@ struct PriorityFactors {
   uint32_t total = 1;    // sum, minus nice, plus site; at least 1 (0 means held in Slurm)
 };
 
+// ==== the quota term: a team's guarantee in queue order ===========================
+// A pending job gets the quota term when it is within its team's guarantee, and the
+// guarantee goes to the team's eligible pending jobs in the order they were queued
+// (first submission, then job id): a job is within it when its GPUs fit what is left
+// after the team's running jobs and its earlier pending jobs within it. A job that
+// does not fit yet but could (its GPUs no more than the guarantee) closes the
+// guarantee of its GPU type to the team's later jobs. Without that, the small jobs
+// queued after a gang take the headroom as it frees, so the gang keeps borrowing and
+// stays below them (by PriorityWeightQuota) for as long as they keep coming: in the
+// replays of 2026-12-05 every 16-GPU gang was borrowing for 86-100 % of its wait, while
+// most jobs that started on its GPU type meanwhile were within their teams' guarantees.
+// A job larger than its guarantee can never be within it and closes nothing. Only
+// pricing follows queue order; whether a job borrows once it runs (its mark, who
+// may reclaim it) is borrowing_in_start_order()'s.
+struct QueuedClaims {
+  std::map<std::string, uint64_t> claimed;  // lowercase gpu_type -> GPUs of pending jobs within the guarantee
+  uint64_t claimed_all = 0;                 // the same over every type, untyped jobs included
+  // lowercase gpu_type ("" = jobs naming no single type) -> the job that closed it
+  std::map<std::string, uint32_t> closed;
+};
+using GuaranteeQueue = std::map<std::string, QueuedClaims>;  // team ->
+
 struct PriorityInputs {
   const Config& config;
   const std::map<std::string, TeamStanding>& standing;
   const Quotas& quotas;
   const TeamGpusInUse& in_use;
   uint32_t cluster_gpus = 0;
+  // The last pass's queue: a job priced alone (a new submission) is taken to come
+  // after every job in it. nullptr: only the team's GPUs in use count.
+  const GuaranteeQueue* queue = nullptr;
 };
+
+// Whether a job is within its team's guarantee, given what the guarantee has left
+// (`left`, after running jobs and earlier claims), the guarantee itself and whether
+// an earlier job closed it; `closes` says whether the job closes it to later ones.
+struct QueueFit {
+  bool borrowing = false;
+  bool closes = false;
+};
+QueueFit fit_in_queue(int64_t left, uint32_t gpus, uint64_t guaranteed, bool closed);
+
+// Each pending job's place in its team's guarantee, in queue order (parallel to
+// `pending`, which may be in any order): the pass prices by it, `mlsched why`
+// explains it. `queue`, when given, receives the claims and closings.
+struct GuaranteePlace {
+  bool borrowing = false;
+  uint32_t kept_by = 0;  // borrowing because this earlier job closed the guarantee
+};
+std::vector<GuaranteePlace> places_in_guarantee(const std::vector<PricedJob>& pending, const GuaranteeOf& guaranteed,
+                                                const TeamGpusInUse& in_use, GuaranteeQueue* queue = nullptr);
 
 PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int64_t now);
 
@@ -147,6 +194,7 @@ struct PassResult {
   std::map<std::string, TeamStanding> standing;
   TeamGpusInUse in_use;
   std::vector<PriorityFactors> pending;  // parallel to PassInput::pending
+  GuaranteeQueue queue;                  // the guarantees as the pending jobs took them
   std::vector<bool> running_borrowing;   // parallel to PassInput::running
 };
 PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassInput& in, int64_t now);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <set>
 #include <stdexcept>
 
@@ -41,6 +42,9 @@ const std::vector<WaitReasonDoc>& wait_reason_docs() {
       {wr::kTeamBeyondQuota,
        "starting the job would take its team beyond its guaranteed GPUs of that type: it gets no quota priority, "
        "and once running it borrows GPUs that a team within its quota may reclaim"},
+      {wr::kTeamQuotaKeptForEarlierJob,
+       "the job would fit its team's guarantee now, but the team's earlier pending job that needs more of it comes "
+       "first: the rest of the guarantee is kept for that job, so this one gets no quota priority until it starts"},
       {wr::kAttainedServiceLevel,
        "the job used GPU-time in earlier runs: in a higher attained-service level it waits behind its team's jobs "
        "in lower levels until it is promoted (AttainedService)"},
@@ -327,6 +331,44 @@ void gpu_types_of(const JobFacts& job, const Cluster& cluster, std::vector<std::
 
 }
 
+// The team's earlier pending job that the rest of its guarantee is kept for, when
+// that is why this pending job gets no quota term although it would fit now:
+// places_in_guarantee() over the snapshot's pending jobs, as priority/mlsched walks
+// them (its pipeline-age adjustment of submit times is not seen here). 0: none.
+uint32_t guarantee_kept_for(const JobFacts& job, const Snapshot& snap, const std::string& gpu_type, uint32_t need) {
+  auto priced = [](uint32_t id, const std::string& team, const std::string& type, uint32_t gpus, time_t submit,
+                   bool eligible) {
+    PricedJob p;
+    p.job_id = id;
+    p.team = team;
+    p.gpu_type = type;
+    p.gpus = gpus;
+    p.submit_time = submit;
+    p.eligible = eligible;
+    return p;
+  };
+  std::vector<PricedJob> pending;
+  size_t self = SIZE_MAX;
+  for (const auto& p : snap.pending) {
+    if (p.priority == 0 && p.job_id != job.job_id) continue;  // held: priority/mlsched prices it not
+    if (p.job_id == job.job_id) self = pending.size();
+    pending.push_back(priced(p.job_id, p.account, p.gpu_types.size() == 1 ? p.gpu_types[0] : std::string(), p.gpus,
+                             p.submit_time, p.eligible));
+  }
+  if (self == SIZE_MAX) {
+    self = pending.size();
+    pending.push_back(priced(job.job_id, job.account, gpu_type, need, job.submit_time, job.begin_time <= snap.now));
+  }
+  TeamGpusInUse in_use;
+  for (const auto& [team, v] : snap.teams) in_use[team] = v.in_use;
+  // The guarantees the tool read the way the plugins compute them (TeamView).
+  const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) -> uint32_t {
+    auto v = snap.teams.find(team);
+    return v == snap.teams.end() ? 0 : static_cast<uint32_t>(gpus_of_type(v->second.guaranteed, type));
+  };
+  return places_in_guarantee(pending, guaranteed, in_use)[self].kept_by;
+}
+
 // The team against its guarantee, for the type the job uses (running) or would
 // get first (pending), the way the plugins count it (core/priority.h Quotas).
 void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present, WhyReport& rep) {
@@ -373,6 +415,20 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
            "team " + t.team + " holds " + std::to_string(t.holds) + " " + type + " of the " +
                std::to_string(t.guaranteed) + " it is guaranteed; this job's " + std::to_string(need) +
                " would be borrowed: no quota priority, and preemptible by a team within its quota"});
+    } else if (!t.job_borrows && job.state == "PENDING") {
+      t.kept_by = guarantee_kept_for(job, snap, t.gpu_type, need);
+      if (t.kept_by) {
+        uint32_t kept_gpus = 0;
+        for (const auto& p : snap.pending)
+          if (p.job_id == t.kept_by) kept_gpus = p.gpus;
+        const std::string type = t.gpu_type.empty() ? std::string("GPUs") : t.gpu_type;
+        rep.findings.push_back(
+            {wr::kTeamQuotaKeptForEarlierJob,
+             "team " + t.team + " holds " + std::to_string(t.holds) + " " + type + " of the " +
+                 std::to_string(t.guaranteed) + " it is guaranteed; the rest is kept for its job " +
+                 std::to_string(t.kept_by) + " (" + std::to_string(kept_gpus) +
+                 " GPUs), queued before this one: no quota priority until that job starts"});
+      }
     }
   }
 }

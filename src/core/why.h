@@ -39,6 +39,7 @@ inline constexpr const char* kGpuNodesUnavailable = "GpuNodesUnavailable";
 inline constexpr const char* kBehindHigherPriority = "BehindHigherPriorityJobs";
 inline constexpr const char* kTeamFairShareBehind = "TeamFairShareBehind";
 inline constexpr const char* kTeamBeyondQuota = "TeamBeyondQuota";
+inline constexpr const char* kTeamQuotaKeptForEarlierJob = "TeamQuotaKeptForEarlierJob";
 inline constexpr const char* kAttainedServiceLevel = "AttainedServiceLevel";
 inline constexpr const char* kAccountOrQosLimit = "AccountOrQosLimit";
 inline constexpr const char* kPartitionLimit = "PartitionLimit";
@@ -96,6 +97,10 @@ struct PendingJob {
   std::vector<std::string> gpu_types;  // empty: any
   uint32_t gpus = 0;
   std::string account;                 // its team
+  // Its place in its team's guarantee (priority/mlsched's queue order): its first
+  // submission, and whether it can start once GPUs allow (no begin time to come).
+  time_t submit_time = 0;
+  bool eligible = true;
 };
 
 // The job asked about, as read from Slurm.
@@ -212,6 +217,7 @@ struct TeamReport {
   uint32_t guaranteed = 0;
   uint32_t job_gpus = 0;        // this job's GPUs
   bool job_borrows = false;     // pending: starting it would exceed the guarantee; running: its mark
+  uint32_t kept_by = 0;         // pending: the team's earlier pending job its guarantee is kept for
   std::string borrowing_from;   // running: "priority/mlsched's mark" or "estimate"
   TeamView view;
 };

@@ -11,6 +11,7 @@ usage resumes from the saved file, or is rebuilt when that file is corrupt or go
 Jobs are confined to the a100 nodes gpu[13-16] so the rest of the cluster stays
 free for other tests; every job is cancelled at the end.
 """
+import json
 import os
 import re
 import subprocess
@@ -22,6 +23,8 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, wait_for
+
+TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 
 CAROL, BOB = "ml-carol", "ml-bob"          # teams research and nlp (1 share each)
 ALICE = "ml-alice"                         # team vision (2 shares)
@@ -184,6 +187,48 @@ def test_team_within_quota_starts_before_borrowing_team(cluster, priority_conf):
     cluster.cancel(fill[0])
     cluster.wait_state(entitled, ["RUNNING"])
     assert cluster.job_field(borrower, "JobState") == "PENDING"
+
+
+def test_a_gang_is_not_overtaken_into_its_team_guarantee(cluster, priority_conf):
+    # nlp is guaranteed 16 a100 and runs 8. Its 16-GPU gang, queued after one
+    # 1-GPU job and before another, keeps the rest of the guarantee: the later job
+    # gets no quota term although its GPU would fit, and ranks below the gang;
+    # the earlier one keeps its term; another team's job is untouched.
+    jobs = priority_conf("PriorityCalcPeriod=1", "PriorityWeightFairshare=0", "TeamQuota=nlp:h100=8,a100=16")
+    held = submit(cluster, jobs, BOB, "nlp", "-w", "gpu13", "--gres=gpu:a100:8")
+    fill = [submit(cluster, jobs, CAROL, "research", "-w", node, "--gres=gpu:8") for node in MY_NODES[1:]]
+    for job in [held] + fill:
+        cluster.wait_state(job, ["RUNNING"])
+    pending = ["-x", OTHER_NODES]
+    before = submit(cluster, jobs, BOB, "nlp", *pending, "--gres=gpu:a100:1")
+    time.sleep(1.1)  # queue order is by submit time, in seconds
+    gang = submit(cluster, jobs, BOB, "nlp", *pending, "-N", "2", "--gres=gpu:a100:8")
+    time.sleep(1.1)
+    after = submit(cluster, jobs, BOB, "nlp", *pending, "--gres=gpu:a100:1")
+    other = submit(cluster, jobs, ALICE, "vision", *pending, "--gres=gpu:a100:1")
+
+    def terms():
+        f = {job: sprio(cluster, job) for job in (before, gang, after, other)}
+        if not all(f.values()):
+            return None
+        # A pass after the last submission has priced all four (PriorityCalcPeriod=1).
+        return f if f[gang]["ASSOC"] == 0 and f[after]["ASSOC"] == 0 else None
+    f = wait_for(terms, "the gang and the job after it to show no quota term")
+    assert f[before]["ASSOC"] == 10000, f     # queued first: 8 + 1 of 16
+    assert f[other]["ASSOC"] == 10000, f      # vision's guarantee is its own
+    assert f[gang]["PRIORITY"] > f[after]["PRIORITY"], f
+
+    # `mlsched why` names the job the guarantee is kept for.
+    res = cluster.run([str(TOOL), "why", str(after)], user=BOB)
+    assert res.rc == 0, res
+    assert "TeamQuotaKeptForEarlierJob" in res.out, res.out
+    assert (f"team nlp holds 8 a100 of the 16 it is guaranteed; the rest is kept for its job {gang} (16 GPUs), "
+            "queued before this one: no quota priority until that job starts") in res.out, res.out
+    data = cluster.run([str(TOOL), "why", "--json", str(after)], user=BOB)
+    assert data.rc == 0, data
+    assert json.loads(data.out)["team"]["guarantee_kept_for"] == int(gang), data.out
+    res = cluster.run([str(TOOL), "why", str(before)], user=BOB)
+    assert res.rc == 0 and "TeamQuotaKeptForEarlierJob" not in res.out, res.out
 
 
 def borrowing_mark(cluster, job):

@@ -1,6 +1,7 @@
 // The math of priority/mlsched: GPU-weighted decayed usage, its state file, team
 // standing, quotas and borrowing, the priority formula and its starvation bound,
 // and the mlsched.conf keys that drive them.
+#include <algorithm>
 #include <cmath>
 
 #include "core/config.h"
@@ -502,9 +503,10 @@ START_TEST(gang_reaches_the_top_within_the_bound) {
 }
 END_TEST
 
-START_TEST(pass_prices_every_job_as_job_priority_does) {
-  // The pass looks teams up once (TeamCache); it must agree with the per-job path
-  // priority_p_set() uses, job by job, borrowing included.
+START_TEST(a_job_priced_alone_is_priced_as_queued_last) {
+  // The pass looks teams up once (TeamCache); priority_p_set() prices a new job
+  // alone with the last pass's queue. A job queued after all others must come out
+  // the same both ways, borrowing included, whatever its team and GPU type.
   Config c = config_from("TeamQuota=nlp:h100=8,a100=2\nTeamQuota=vision:H100=20\n");
   PassInput in;
   in.teams = {{"nlp", 1}, {"vision", 2}, {"research", 1}};
@@ -513,30 +515,163 @@ START_TEST(pass_prices_every_job_as_job_priority_does) {
                 holding(3, "vision", "", 4, kT0 - 40), holding(4, "research", "H100", 8, kT0 - 30)};
   const char* teams[] = {"nlp", "vision", "research", "nobody"};
   const char* types[] = {"h100", "H100", "a100", "", "t4"};
+  std::vector<PricedJob> jobs;
   for (uint32_t i = 0; i < 200; ++i) {
-    PricedJob j = pending(teams[i % 4], i % 7 == 0 ? 0 : 1 + (i * 7) % 11, kT0 - 10 * i);
+    PricedJob j = pending(teams[i % 4], i % 7 == 0 ? 0 : 1 + (i * 7) % 11, kT0 - 10 - 10 * i);
     j.job_id = 100 + i;
     j.gpu_type = types[(i / 4) % 5];
-    in.pending.push_back(j);
+    j.eligible = i % 13 != 0;
+    jobs.push_back(j);
   }
-  UsageLedger ledger(0);
-  const PassResult r = priority_pass(c, ledger, in, kT0);
-  uint32_t cluster_gpus = 48;
-  const Quotas quotas(c, r.standing, in.cluster_gpus_by_type);
-  const PriorityInputs inputs{c, r.standing, quotas, r.in_use, cluster_gpus};
+  const uint32_t cluster_gpus = 48;
   int borrowing = 0;
-  for (size_t i = 0; i < in.pending.size(); ++i) {
-    const PriorityFactors one = job_priority(in.pending[i], inputs, kT0);
-    ck_assert_msg(one.borrowing == r.pending[i].borrowing, "job %zu", i);
-    ck_assert_uint_eq(one.total, r.pending[i].total);
-    borrowing += one.borrowing;
+  for (uint32_t last = 0; last < 40; ++last) {
+    PricedJob newest = jobs[last];
+    newest.submit_time = kT0;  // queued after every other job
+    newest.eligible = true;
+    in.pending = jobs;
+    in.pending.erase(in.pending.begin() + last);
+    UsageLedger before_ledger(0);
+    const PassResult before = priority_pass(c, before_ledger, in, kT0);
+    const Quotas quotas(c, before.standing, in.cluster_gpus_by_type);
+    const PriorityInputs inputs{c, before.standing, quotas, before.in_use, cluster_gpus, &before.queue};
+    const PriorityFactors alone = job_priority(newest, inputs, kT0);
+    in.pending.push_back(newest);
+    UsageLedger ledger(0);
+    const PassResult r = priority_pass(c, ledger, in, kT0);
+    ck_assert_msg(alone.borrowing == r.pending.back().borrowing, "job %u", last);
+    ck_assert_uint_eq(alone.total, r.pending.back().total);
+    borrowing += alone.borrowing;
   }
   // Both outcomes occur, so the comparison above means something.
   ck_assert_int_gt(borrowing, 0);
-  ck_assert_int_lt(borrowing, static_cast<int>(in.pending.size()));
+  ck_assert_int_lt(borrowing, 40);
 }
 END_TEST
 
+namespace {
+PricedJob queued(uint32_t id, const std::string& team, const std::string& type, uint32_t gpus, int64_t submitted) {
+  PricedJob j = pending(team, gpus, submitted);
+  j.job_id = id;
+  j.gpu_type = type;
+  return j;
+}
+// A 128-GPU cluster of two types, with nlp guaranteed 16 h100; nlp runs 8 h100.
+PassInput gang_cluster() {
+  PassInput in;
+  in.teams = {{"nlp", 1}, {"vision", 2}, {"research", 1}};
+  in.cluster_gpus_by_type = {{"h100", 64}, {"a100", 64}};
+  in.running = {holding(1, "nlp", "h100", 8, kT0 - 500)};
+  return in;
+}
+}  // namespace
+
+START_TEST(a_gang_is_not_overtaken_into_its_team_guarantee) {
+  Config c = config_from("TeamQuota=nlp:h100=16\n");
+  PassInput in = gang_cluster();
+  in.pending = {queued(10, "nlp", "h100", 1, kT0 - 300),   // before the gang: within (8 left)
+                queued(11, "nlp", "h100", 16, kT0 - 200),  // 16 > 7 left, 16 <= 16: borrows, closes
+                queued(12, "nlp", "h100", 1, kT0 - 100),   // after it: borrows
+                queued(13, "nlp", "H100", 2, kT0 - 50),    // the same type spelled otherwise: borrows
+                queued(14, "nlp", "a100", 1, kT0 - 40),    // another type: its own guarantee
+                queued(15, "vision", "h100", 1, kT0 - 30)};  // another team: untouched
+  UsageLedger ledger(0);
+  PassResult r = priority_pass(c, ledger, in, kT0);
+  ck_assert(!r.pending[0].borrowing);
+  ck_assert(r.pending[1].borrowing);
+  ck_assert(r.pending[2].borrowing);
+  ck_assert(r.pending[3].borrowing);
+  ck_assert(!r.pending[4].borrowing);
+  ck_assert(!r.pending[5].borrowing);
+  // Within its team the gang now ranks above the jobs queued after it.
+  ck_assert_uint_gt(r.pending[1].total, r.pending[2].total);
+  ck_assert_uint_gt(r.pending[1].total, r.pending[3].total);
+  ck_assert_int_eq(r.queue.at("nlp").closed.at("h100"), 11);
+  ck_assert_int_eq(r.queue.at("nlp").claimed.at("h100"), 1);
+  // `mlsched why` asks the same walk which job the guarantee is kept for.
+  const Quotas q(c, r.standing, in.cluster_gpus_by_type);
+  const auto places = places_in_guarantee(
+      in.pending, [&](const std::string& team, const std::string& type) { return q.guaranteed(team, type); }, r.in_use);
+  ck_assert_int_eq(places[0].kept_by, 0);
+  ck_assert_int_eq(places[1].kept_by, 0);
+  ck_assert_int_eq(places[2].kept_by, 11);
+  ck_assert_int_eq(places[3].kept_by, 11);
+  // A new job priced alone after this pass is behind the gang too.
+  const Quotas quotas(c, r.standing, in.cluster_gpus_by_type);
+  const PriorityInputs inputs{c, r.standing, quotas, r.in_use, 128, &r.queue};
+  ck_assert(job_priority(queued(16, "nlp", "h100", 1, kT0), inputs, kT0).borrowing);
+  // Without the queue (only the GPUs in use), it would have been within.
+  const PriorityInputs now_only{c, r.standing, quotas, r.in_use, 128};
+  ck_assert(!job_priority(queued(16, "nlp", "h100", 1, kT0), now_only, kT0).borrowing);
+
+  // Listed in any order, the jobs take the guarantee in queue order.
+  std::reverse(in.pending.begin(), in.pending.end());
+  UsageLedger ledger2(0);
+  r = priority_pass(c, ledger2, in, kT0);
+  ck_assert(!r.pending[5].borrowing);
+  ck_assert(r.pending[4].borrowing);
+  ck_assert(r.pending[3].borrowing);
+
+  // Once the team's running job ends, the older 1-GPU job takes 1 of the 16 and the
+  // gang still waits for it; with that one gone too the gang is within, and the
+  // jobs after it borrow because it took the whole guarantee.
+  in.running.clear();
+  UsageLedger ledger3(0);
+  r = priority_pass(c, ledger3, in, kT0);
+  ck_assert(!r.pending[5].borrowing);
+  ck_assert(r.pending[4].borrowing);
+  in.pending.pop_back();  // job 10
+  UsageLedger ledger4(0);
+  r = priority_pass(c, ledger4, in, kT0);
+  ck_assert(!r.pending[4].borrowing);  // the gang
+  ck_assert(r.pending[3].borrowing);   // job 12: 1 > 0 left, and it closes
+  ck_assert_int_eq(r.queue.at("nlp").claimed.at("h100"), 16);
+}
+END_TEST
+
+START_TEST(a_job_larger_than_its_guarantee_closes_nothing) {
+  // nlp is guaranteed 8 h100: a 16-GPU gang can never be within, so it must not
+  // keep the team's small jobs out of the guarantee either.
+  Config c = config_from("TeamQuota=nlp:h100=8\n");
+  PassInput in = gang_cluster();
+  in.running.clear();
+  in.pending = {queued(11, "nlp", "h100", 16, kT0 - 200), queued(12, "nlp", "h100", 4, kT0 - 100),
+                queued(13, "nlp", "h100", 4, kT0 - 90), queued(14, "nlp", "h100", 1, kT0 - 80)};
+  UsageLedger ledger(0);
+  const PassResult r = priority_pass(c, ledger, in, kT0);
+  ck_assert(r.pending[0].borrowing);
+  ck_assert(!r.pending[1].borrowing);
+  ck_assert(!r.pending[2].borrowing);  // 4 + 4 = 8: exactly the guarantee
+  ck_assert(r.pending[3].borrowing);   // 9 > 8, and it closes
+  ck_assert(r.queue.at("nlp").closed.count("h100"));
+  ck_assert_int_eq(r.queue.at("nlp").claimed_all, 8);
+}
+END_TEST
+
+START_TEST(a_job_that_cannot_start_yet_takes_no_place) {
+  // A gang held back by a dependency or a begin time does not close the guarantee.
+  Config c = config_from("TeamQuota=nlp:h100=16\n");
+  PassInput in = gang_cluster();
+  in.pending = {queued(11, "nlp", "h100", 16, kT0 - 200), queued(12, "nlp", "h100", 1, kT0 - 100)};
+  in.pending[0].eligible = false;
+  UsageLedger ledger(0);
+  PassResult r = priority_pass(c, ledger, in, kT0);
+  ck_assert(r.pending[0].borrowing);
+  ck_assert(!r.pending[1].borrowing);
+  ck_assert(r.queue.at("nlp").closed.empty());
+  // Jobs naming no single type take from the guarantee over all types: 16 h100 +
+  // 16 a100 (nlp's quarter of 64) = 32, of which nlp runs 8.
+  in.pending = {queued(20, "nlp", "", 20, kT0 - 50), queued(21, "nlp", "", 4, kT0 - 40),
+                queued(22, "nlp", "h100", 8, kT0 - 30), queued(23, "nlp", "", 1, kT0 - 20)};
+  UsageLedger ledger2(0);
+  r = priority_pass(c, ledger2, in, kT0);
+  ck_assert(!r.pending[0].borrowing);  // 8 + 20 = 28 of 32
+  ck_assert(!r.pending[1].borrowing);  // 32 of 32
+  ck_assert(!r.pending[2].borrowing);  // h100: 8 + 8 = 16; untyped claims name no type
+  ck_assert(r.pending[3].borrowing);   // over all types: 40 > 32
+  ck_assert_int_eq(r.queue.at("nlp").claimed_all, 32);
+}
+END_TEST
 START_TEST(priority_is_at_least_one) {
   Fixture f("PriorityWeightFairshare=0 PriorityWeightQuota=0 PriorityWeightAge=0 PriorityWeightQOS=0 "
             "PriorityWeightPartition=0 PriorityWeightJobType=training:0\n");
@@ -811,7 +946,10 @@ Suite* priority_suite() {
   tcase_add_test(formula, within_quota_team_outranks_borrowing_team);
   tcase_add_test(formula, gang_reaches_the_top_within_the_bound);
   tcase_add_test(formula, priority_is_at_least_one);
-  tcase_add_test(formula, pass_prices_every_job_as_job_priority_does);
+  tcase_add_test(formula, a_job_priced_alone_is_priced_as_queued_last);
+  tcase_add_test(formula, a_gang_is_not_overtaken_into_its_team_guarantee);
+  tcase_add_test(formula, a_job_larger_than_its_guarantee_closes_nothing);
+  tcase_add_test(formula, a_job_that_cannot_start_yet_takes_no_place);
   tcase_add_test(formula, attained_service_levels_follow_the_thresholds);
   tcase_add_test(formula, attained_service_ranks_a_team_s_fresh_jobs_first);
   suite_add_tcase(s, formula);

@@ -259,7 +259,7 @@ START_TEST(down_nodes_and_slurm_limits) {
   job.slurm_reason = "SomethingNew";
   ck_assert_msg(find(explain(job, snap), wait_reason::kOtherSlurmReason), "unknown Slurm reason dropped");
   // Every reason the code can give is documented.
-  ck_assert_int_eq(wait_reason_docs().size(), 21);
+  ck_assert_int_eq(wait_reason_docs().size(), 22);
 }
 END_TEST
 
@@ -316,6 +316,54 @@ START_TEST(quota_and_fair_share_behind_another_team) {
   r = explain(job, snap);
   ck_assert(!find(r, wait_reason::kTeamBeyondQuota));
   ck_assert(!find(r, wait_reason::kTeamFairShareBehind));
+}
+END_TEST
+
+START_TEST(guarantee_kept_for_an_earlier_gang_is_named) {
+  // nlp is guaranteed 16 h100 and runs 8; its 16-GPU gang (job 812) was queued
+  // first. A 1-GPU job queued after it would fit the 8 left, but they are kept for
+  // the gang, as priority/mlsched prices it.
+  Cluster c = fixture_cluster();
+  Snapshot snap = idle_snapshot(c, 1000);
+  occupy(c, snap.state, "gpu01", 8);
+  TeamView nlp;
+  nlp.has_shares = true;
+  nlp.shares_norm = 0.25;
+  nlp.in_use = {{"h100", 8}};
+  nlp.guaranteed = {{"a100", 16}, {"h100", 16}};
+  snap.teams = {{"nlp", nlp}};
+  PendingJob gang{812, "pretrain", "ml-bob", "gpu", 9000, {"h100"}, 16, "nlp"};
+  gang.submit_time = 500;
+  PendingJob later{813, "eval", "ml-bob", "gpu", 9500, {"h100"}, 1, "nlp"};
+  later.submit_time = 600;
+  snap.pending = {later, gang};
+  JobFacts job = pending_job(1, 1, {"h100"}, Locality::any, LocalityMode::prefer);
+  job.job_id = 813;
+  job.account = "nlp";
+  job.submit_time = 600;
+  WhyReport r = explain(job, snap);
+  const Finding* k = find(r, wait_reason::kTeamQuotaKeptForEarlierJob);
+  ck_assert_msg(k, "no kept-guarantee finding");
+  ck_assert_contains(k->message, "team nlp holds 8 h100 of the 16 it is guaranteed; the rest is kept for its job 812 "
+                                 "(16 GPUs), queued before this one: no quota priority until that job starts");
+  ck_assert(!find(r, wait_reason::kTeamBeyondQuota));
+  ck_assert_int_eq(r.team.kept_by, 812);
+  // Queued before the gang, it takes its GPU from the guarantee: no finding.
+  snap.pending[0].submit_time = 400;
+  job.submit_time = 400;
+  r = explain(job, snap);
+  ck_assert(!find(r, wait_reason::kTeamQuotaKeptForEarlierJob));
+  // A held gang (priority 0) keeps nothing, as priority/mlsched does not price it.
+  snap.pending[0].submit_time = 600;
+  job.submit_time = 600;
+  snap.pending[1].priority = 0;
+  r = explain(job, snap);
+  ck_assert(!find(r, wait_reason::kTeamQuotaKeptForEarlierJob));
+  // Nor does one whose --begin is still to come.
+  snap.pending[1].priority = 9000;
+  snap.pending[1].eligible = false;
+  r = explain(job, snap);
+  ck_assert(!find(r, wait_reason::kTeamQuotaKeptForEarlierJob));
 }
 END_TEST
 
@@ -502,6 +550,7 @@ Suite* why_suite() {
   tcase_add_test(tc, dependency_on_running_job_gives_the_eta);
   tcase_add_test(tc, down_nodes_and_slurm_limits);
   tcase_add_test(tc, quota_and_fair_share_behind_another_team);
+  tcase_add_test(tc, guarantee_kept_for_an_earlier_gang_is_named);
   tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);
   tcase_add_test(tc, why_shows_select_view_beside_its_recomputation);
   tcase_add_test(tc, attained_service_level_is_named_for_waiting_and_running_jobs);

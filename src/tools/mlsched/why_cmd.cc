@@ -456,6 +456,7 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_object_add(o, "guaranteed", json_object_new_int64(t.guaranteed));
     json_object_object_add(o, "job_gpus", json_object_new_int64(t.job_gpus));
     json_object_object_add(o, "job_borrows", json_object_new_boolean(t.job_borrows));
+    if (t.kept_by) json_object_object_add(o, "guarantee_kept_for", json_object_new_int64(t.kept_by));
     json_object_object_add(o, "borrowing_from", t.borrowing_from.empty() ? nullptr : jstr(t.borrowing_from));
     json_object_object_add(root, "team", o);
   } else {
@@ -611,7 +612,13 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
       pj.partition = str(o.partition);
       pj.account = str(o.account);
       pj.priority = o.priority;
-      const GpuNeed r = request_of(o, decode_job_record(str(o.admin_comment)).directives);
+      const auto record = decode_job_record(str(o.admin_comment));
+      // As priority/mlsched orders the queue: a requeued job keeps its first submission.
+      pj.submit_time = o.submit_time;
+      if (record.marks.first_submit > 0 && record.marks.first_submit < pj.submit_time)
+        pj.submit_time = record.marks.first_submit;
+      pj.eligible = !(o.eligible_time > snap.now);
+      const GpuNeed r = request_of(o, record.directives);
       pj.gpu_types = r.gpu_types;
       pj.gpus = r.total_gpus();
       if (pj.gpus > 0) snap.pending.push_back(pj);

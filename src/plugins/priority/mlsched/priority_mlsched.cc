@@ -68,6 +68,9 @@ std::mutex g_mutex;
 mlsched::UsageLedger g_ledger;
 std::map<std::string, mlsched::TeamStanding> g_standing;
 mlsched::TeamGpusInUse g_in_use;
+// The last pass's guarantees as its pending jobs took them: a new job is priced as
+// queued after them.
+mlsched::GuaranteeQueue g_queue;
 std::map<std::string, uint32_t> g_cluster_gpus;
 
 // last_job_update as of our last look, and when we looked: a change means a job
@@ -179,6 +182,9 @@ mlsched::PricedJob pending_job(const job_record_t* job_ptr, const mlsched::Confi
     p.submit_time = first;
   }
   p.type = job_type_of(job_ptr, config);
+  // Waiting on a dependency or a begin time: no place in the team's guarantee yet.
+  p.eligible = job_ptr->state_reason != WAIT_DEPENDENCY && job_ptr->state_reason != WAIT_DEP_INVALID &&
+               !(job_ptr->details && job_ptr->details->begin_time > time(nullptr));
   // Caller holds assoc_mgr's QOS read lock.
   if (job_ptr->qos_ptr && job_ptr->qos_ptr->usage) p.qos_norm = job_ptr->qos_ptr->usage->norm_priority;
   if (job_ptr->part_ptr) p.partition_norm = job_ptr->part_ptr->norm_priority;
@@ -453,6 +459,7 @@ std::string run_pass(const mlsched::Config& config) {
     g_standing = result.standing;
     g_pipeline_age_start = jobs.pipeline_age_start;
     g_in_use = result.in_use;
+    g_queue = result.queue;
     g_cluster_gpus = in.cluster_gpus_by_type;
     if (!jobs.pending.empty() || marks_changed) last_job_update = now;
     note_job_table_seen();
@@ -639,7 +646,8 @@ MLSCHED_EXPORT uint32_t priority_p_set(uint32_t last_prio, job_record_t* job_ptr
     uint32_t cluster_gpus = 0;
     for (const auto& [type, count] : g_cluster_gpus) cluster_gpus += count;
     const mlsched::Quotas quotas(*config, g_standing, g_cluster_gpus);
-    const auto factors = mlsched::job_priority(job, {*config, g_standing, quotas, g_in_use, cluster_gpus}, time(nullptr));
+    const auto factors =
+        mlsched::job_priority(job, {*config, g_standing, quotas, g_in_use, cluster_gpus, &g_queue}, time(nullptr));
     store_factors(job_ptr, factors);
     return factors.total;
   } catch (const std::exception& e) {
