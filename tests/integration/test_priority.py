@@ -194,7 +194,9 @@ def test_a_gang_is_not_overtaken_into_its_team_guarantee(cluster, priority_conf)
     # 1-GPU job and before another, keeps the rest of the guarantee: the later job
     # gets no quota term although its GPU would fit, and ranks below the gang;
     # the earlier one keeps its term; another team's job is untouched.
-    jobs = priority_conf("PriorityCalcPeriod=1", "PriorityWeightFairshare=0", "TeamQuota=nlp:h100=8,a100=16")
+    # A short PriorityMaxAge, so that a second of age shows in AGE and JOBSIZE.
+    jobs = priority_conf("PriorityCalcPeriod=1", "PriorityWeightFairshare=0", "PriorityMaxAge=60",
+                         "TeamQuota=nlp:h100=8,a100=16")
     held = submit(cluster, jobs, BOB, "nlp", "-w", "gpu13", "--gres=gpu:a100:8")
     fill = [submit(cluster, jobs, CAROL, "research", "-w", node, "--gres=gpu:8") for node in MY_NODES[1:]]
     for job in [held] + fill:
