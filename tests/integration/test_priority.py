@@ -213,7 +213,10 @@ def test_a_gang_is_not_overtaken_into_its_team_guarantee(cluster, priority_conf)
         f = {job: sprio(cluster, job) for job in (before, gang, after, other)}
         if not all(f.values()):
             return None
-        # A pass after the last submission has priced all four (PriorityCalcPeriod=1).
+        # A job is priced at submission with age 0; wait for a pass (PriorityCalcPeriod=1)
+        # that priced all four with their ages.
+        if min(f[job]["AGE"] for job in (before, gang, after)) == 0:
+            return None
         return f if f[gang]["ASSOC"] == 0 and f[after]["ASSOC"] == 0 else None
     f = wait_for(terms, "the gang and the job after it to show no quota term")
     assert f[before]["ASSOC"] == 10000, f     # queued first: 8 + 1 of 16
