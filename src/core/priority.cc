@@ -123,13 +123,34 @@ double fairshare_of(const std::map<std::string, TeamStanding>& standing, const s
   return s == standing.end() ? 0.0 : s->second.fairshare;
 }
 
+// Whether a job is within its team's guarantee, given what the guarantee has left
+// (`left`, after running jobs and earlier claims), the guarantee itself and whether
+// an earlier job closed it; `closes` says whether the job closes it to later ones.
+struct QueueFit {
+  bool borrowing = false;
+  bool closes = false;
+};
+QueueFit fit_in_queue(int64_t left, uint32_t gpus, uint64_t guaranteed, bool closed) {
+  QueueFit fit;
+  if (closed) {
+    fit.borrowing = true;
+  } else if (static_cast<int64_t>(gpus) > left) {
+    fit.borrowing = true;
+    fit.closes = gpus <= guaranteed;
+  }
+  return fit;
+}
+
 // The queue-order walk, with what it needs of each team looked up once per team and
 // GPU type rather than per job: with 100,000 pending jobs the ordered-map lookups by
 // team name and the lowercasing of GPU types were most of the pass. The guarantee
 // and the GPUs in use are counted as Quotas::borrowing() counts them.
 class GuaranteeWalk {
  public:
-  GuaranteeWalk(const GuaranteeOf& guaranteed, const TeamGpusInUse& in_use) : guaranteed_(guaranteed), in_use_(in_use) {}
+  // `after`: a queue already walked (the last pass's), whose claims and closings
+  // the jobs taken here come after.
+  GuaranteeWalk(const GuaranteeOf& guaranteed, const TeamGpusInUse& in_use, const GuaranteeQueue* after = nullptr)
+      : guaranteed_(guaranteed), in_use_(in_use), after_(after) {}
 
   // The next pending job in queue order; an eligible one takes its place in its
   // team's guarantee (fit_in_queue()).
@@ -137,7 +158,11 @@ class GuaranteeWalk {
     GuaranteePlace place;
     // A job that needs no GPUs borrows nothing.
     if (job.gpus == 0) return place;
-    Team& team = teams_[job.team];
+    auto [it, inserted] = teams_.try_emplace(job.team);
+    Team& team = it->second;
+    if (inserted && after_) {
+      if (auto q = after_->find(job.team); q != after_->end()) team.claims = q->second;
+    }
     Kind& kind = kind_of(team, job);
     QueuedClaims& claims = team.claims;
     const uint64_t claimed = kind.type.empty() ? claims.claimed_all : claims.claimed[kind.type];
@@ -196,6 +221,7 @@ class GuaranteeWalk {
 
   const GuaranteeOf& guaranteed_;
   const TeamGpusInUse& in_use_;
+  const GuaranteeQueue* after_;
   std::unordered_map<std::string, Team> teams_;
 };
 
@@ -217,40 +243,12 @@ std::vector<GuaranteePlace> places_in_guarantee(const std::vector<PricedJob>& pe
   return places;
 }
 
-QueueFit fit_in_queue(int64_t left, uint32_t gpus, uint64_t guaranteed, bool closed) {
-  QueueFit fit;
-  if (closed) {
-    fit.borrowing = true;
-  } else if (static_cast<int64_t>(gpus) > left) {
-    fit.borrowing = true;
-    fit.closes = gpus <= guaranteed;
-  }
-  return fit;
-}
-
 PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int64_t now) {
-  bool borrowing = false;
-  if (job.gpus > 0) {
-    uint64_t claimed = 0;
-    bool closed = false;
-    if (in.queue) {
-      auto q = in.queue->find(job.team);
-      if (q != in.queue->end()) {
-        const std::string type = lowercase(job.gpu_type);
-        closed = q->second.closed.count(type) > 0;
-        if (type.empty()) {
-          claimed = q->second.claimed_all;
-        } else if (auto c = q->second.claimed.find(type); c != q->second.claimed.end()) {
-          claimed = c->second;
-        }
-      }
-    }
-    const uint64_t guaranteed = in.quotas.guaranteed(job.team, job.gpu_type);
-    uint64_t used = 0;
-    if (auto t = in.in_use.find(job.team); t != in.in_use.end()) used = gpus_of_type(t->second, job.gpu_type);
-    const int64_t left = static_cast<int64_t>(guaranteed) - static_cast<int64_t>(used) - static_cast<int64_t>(claimed);
-    borrowing = fit_in_queue(left, job.gpus, guaranteed, closed).borrowing;
-  }
+  // The job comes after every job of the last pass's queue: the same walk, one step on.
+  const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) {
+    return in.quotas.guaranteed(team, type);
+  };
+  const bool borrowing = GuaranteeWalk(guaranteed, in.in_use, in.queue).take(job).borrowing;
   return price(job, in.config, fairshare_of(in.standing, job.team), borrowing, in.cluster_gpus, now);
 }
 

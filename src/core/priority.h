@@ -143,15 +143,6 @@ struct PriorityInputs {
   const GuaranteeQueue* queue = nullptr;
 };
 
-// Whether a job is within its team's guarantee, given what the guarantee has left
-// (`left`, after running jobs and earlier claims), the guarantee itself and whether
-// an earlier job closed it; `closes` says whether the job closes it to later ones.
-struct QueueFit {
-  bool borrowing = false;
-  bool closes = false;
-};
-QueueFit fit_in_queue(int64_t left, uint32_t gpus, uint64_t guaranteed, bool closed);
-
 // Each pending job's place in its team's guarantee, in queue order (parallel to
 // `pending`, which may be in any order): the pass prices by it, `mlsched why`
 // explains it. `queue`, when given, receives the claims and closings.
