@@ -35,6 +35,13 @@ struct SwitchSpec {
   std::vector<std::string> nodes;   // every node below this switch
 };
 
+// A GPU pool: a Slurm partition, by name, and its nodes. A job names the pools it
+// accepts (-p h100,a100).
+struct Pool {
+  std::string name;
+  std::vector<std::string> nodes;
+};
+
 struct Team {
   std::string name;                       // a Slurm account
   uint32_t fairshare = 1;

@@ -211,6 +211,31 @@ void summarize_queue(const OpsSnapshot& snap, OpsSummary& s) {
   s.wait_max = percentile(waits, 100);
 }
 
+// Each pool's GPUs (from its nodes) and the pending jobs that accept it.
+void summarize_pools(const OpsSnapshot& snap, OpsSummary& s) {
+  const auto& nodes = snap.cluster->nodes();
+  std::map<std::string, size_t> index;
+  for (size_t i = 0; i < nodes.size(); ++i) index[nodes[i].name] = i;
+  for (const auto& pool : snap.pools) {
+    PoolSummary& row = s.by_pool[pool.name];
+    for (const auto& name : pool.nodes) {
+      const auto it = index.find(name);
+      if (it == index.end() || nodes[it->second].gpus == 0) continue;
+      const NodeState& ns = snap.state[it->second];
+      uint32_t busy = 0;
+      for (bool b : ns.gpu_busy) busy += b ? 1 : 0;
+      add(row.gpus, nodes[it->second].gpus, busy, ns.usable);
+    }
+  }
+  for (const auto& j : snap.pending)
+    for (const auto& name : split(j.partitions, ',')) {
+      const auto it = s.by_pool.find(name);
+      if (it == s.by_pool.end()) continue;
+      ++it->second.pending_jobs;
+      it->second.pending_gpus += j.gpus;
+    }
+}
+
 // Interrupted runs (from accounting) and preemptions per team.
 void summarize_interruptions(const OpsSnapshot& snap, OpsSummary& s) {
   s.accounting_read = snap.accounting_read;
@@ -250,6 +275,7 @@ OpsSummary summarize(const OpsSnapshot& snap) {
   summarize_nodes(snap, s);
   summarize_teams(snap, s);
   summarize_queue(snap, s);
+  summarize_pools(snap, s);
   s.fragmentation = measure_fragmentation(*snap.cluster, snap.state);
   summarize_interruptions(snap, s);
   for (MlState st : ml_states()) s.jobs_by_ml_state[ml_state_name(st)] = 0;
@@ -370,6 +396,14 @@ std::string format_metrics(const OpsSummary& s) {
   w.family("mlsched_nvlink_domain_gpus", "gauge", "GPUs by NVLink domain, type and state (as mlsched_gpus).");
   for (const auto& [domain, types] : s.by_domain)
     for (const auto& [type, t] : types) tally({{"nvlink_domain", domain}, {"gpu_type", type}}, t);
+
+  w.family("mlsched_pool_gpus", "gauge", "GPUs by pool (Slurm partition) and state (as mlsched_gpus).");
+  for (const auto& [pool, row] : s.by_pool) tally({{"pool", pool}}, row.gpus);
+  w.family("mlsched_pool_jobs_pending", "gauge",
+           "Pending jobs that accept each pool (Slurm partition); a job that names several counts in each.");
+  for (const auto& [pool, row] : s.by_pool) w.sample({{"pool", pool}}, row.pending_jobs);
+  w.family("mlsched_pool_pending_gpus", "gauge", "GPUs those pending jobs ask for, by pool.");
+  for (const auto& [pool, row] : s.by_pool) w.sample({{"pool", pool}}, row.pending_gpus);
 
   w.family("mlsched_team_gpus_in_use", "gauge", "GPUs held by the running jobs of each team (Slurm account), by type.");
   for (const auto& [team, row] : s.teams)
@@ -502,6 +536,15 @@ std::string format_top(const OpsSummary& s, bool colour) {
   out += fmt("%-14s %6s %6s %6s %8s\n", "GPUs by type", "total", "alloc", "idle", "unavail");
   for (const auto& [type, t] : s.by_type)
     out += fmt("  %-12s %6u %6u %6u %8u\n", type.c_str(), t.total, t.allocated, t.idle, t.unavailable);
+
+  // Pools only where there are several (one partition of every node says nothing new).
+  if (s.by_pool.size() > 1) {
+    out += fmt("\n%-14s %6s %6s %6s %8s %8s %9s\n", "GPUs by pool", "total", "alloc", "idle", "unavail", "pending",
+               "pend GPUs");
+    for (const auto& [pool, row] : s.by_pool)
+      out += fmt("  %-12s %6u %6u %6u %8u %8u %9u\n", pool.c_str(), row.gpus.total, row.gpus.allocated, row.gpus.idle,
+                 row.gpus.unavailable, row.pending_jobs, row.pending_gpus);
+  }
 
   out += fmt("\n%-14s %6s %8s %9s %7s %7s %9s  %s\n", "teams", "in use", "entitled", "fairshare", "running",
              "pending", "pend GPUs", "in use by type");

@@ -37,6 +37,7 @@ struct OpsPendingJob {
   int64_t waiting_seconds = 0;
   uint32_t gpus = 0;
   uint32_t restarts = 0;
+  std::string partitions;     // the pools it accepts, as Slurm lists them ("h100,a100")
 };
 // GPUs a pending job asks for, from Slurm's tres_req_str ("cpu=2,gres/gpu=4" or
 // "gres/gpu=8,gres/gpu:h100=8"): one count whether or not a type is named.
@@ -117,6 +118,8 @@ struct OpsSnapshot {
   std::vector<JobPreemptions> preemptions;
   // Every job slurmctld holds (ended ones for MinJobAge), in its ML state.
   std::vector<OpsJobState> ml_jobs;
+  // The partitions (GPU pools) and their nodes; empty when unknown.
+  std::vector<Pool> pools;
   time_t now = 0;
 };
 
@@ -145,6 +148,13 @@ struct TeamSummary {
   uint32_t entitlement_total() const;
 };
 
+// One GPU pool (partition): its GPUs, and the pending jobs that accept it (a job
+// that names several pools counts in each).
+struct PoolSummary {
+  GpuTally gpus;
+  uint32_t pending_jobs = 0, pending_gpus = 0;
+};
+
 struct UnavailableNode {
   std::string name, state, reason;
   uint32_t gpus = 0;
@@ -168,6 +178,7 @@ struct OpsSummary {
   std::map<std::string, GpuTally> by_type;                              // gpu_type
   std::map<std::string, std::map<std::string, GpuTally>> by_domain;     // nvlink_domain -> gpu_type
   std::map<std::string, TeamSummary> teams;
+  std::map<std::string, PoolSummary> by_pool;                           // partition
   std::map<std::string, uint32_t> nodes_by_state;
   std::vector<UnavailableNode> unavailable_nodes;   // by name
   uint32_t running_jobs = 0;

@@ -543,10 +543,14 @@ FasterTypeWait weigh_faster_type(const std::map<std::string, double>& speeds, co
   return w;
 }
 
-bool is_faster_type_wait(std::string_view select_reason) {
-  return select_reason.substr(0, kFasterTypeWait.size()) == kFasterTypeWait &&
-         select_reason.find(kFasterTypeWaitKey) != std::string_view::npos;
+std::string faster_type_waited_for(std::string_view select_reason) {
+  if (select_reason.substr(0, kFasterTypeWait.size()) != kFasterTypeWait) return "";
+  const size_t key = select_reason.find(kFasterTypeWaitKey);
+  if (key == std::string_view::npos || key <= kFasterTypeWait.size()) return "";
+  return std::string(select_reason.substr(kFasterTypeWait.size(), key - kFasterTypeWait.size()));
 }
+
+bool is_faster_type_wait(std::string_view select_reason) { return !faster_type_waited_for(select_reason).empty(); }
 
 void hold_for_faster_type(AttemptPlan& plan, const FasterTypeWait& wait) {
   if (!wait.wait) return;

@@ -206,6 +206,8 @@ FasterTypeWait weigh_faster_type(const std::map<std::string, double>& speeds, co
 // Whether a reason select/mlsched recorded (select_reason_of) is a wait for a
 // faster GPU type (weigh_faster_type's reason), so `mlsched why` can name it.
 bool is_faster_type_wait(std::string_view select_reason);
+// The type such a reason waits for ("h100"); "" when it is not a faster-type wait.
+std::string faster_type_waited_for(std::string_view select_reason);
 
 // When the job waits for the faster type: empties the run-now plan (the faster
 // type has no free room, so what is left could only start it there by preemption

@@ -940,4 +940,91 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
   return out;
 }
 
+// ==== GPU pools ====================================================================
+
+std::vector<Pool> pools_of(const std::string& partitions, const std::vector<Pool>& pools) {
+  std::vector<Pool> out;
+  for (const auto& name : split(partitions, ','))
+    for (const auto& p : pools)
+      if (p.name == name && std::none_of(out.begin(), out.end(), [&](const Pool& o) { return o.name == name; }))
+        out.push_back(p);
+  return out;
+}
+
+Snapshot restrict_to_pools(const Snapshot& whole, const std::vector<Pool>& pools, Cluster& cluster) {
+  std::set<std::string> keep, names;
+  for (const auto& p : pools) {
+    keep.insert(p.nodes.begin(), p.nodes.end());
+    names.insert(p.name);
+  }
+  Snapshot part;
+  part.now = whole.now;
+  part.teams = whole.teams;
+  part.config = whole.config;
+  cluster = Cluster();
+  const auto& all = whole.cluster->nodes();
+  for (size_t k = 0; k < all.size() && k < whole.state.size(); ++k) {
+    if (!keep.count(all[k].name)) continue;
+    cluster.add_node(all[k]);
+    part.state.push_back(whole.state[k]);
+  }
+  // Switches keep the pool's nodes below them; a switch with none is left out.
+  std::vector<SwitchSpec> switches;
+  for (SwitchSpec sw : whole.cluster->switches()) {
+    sw.nodes.erase(std::remove_if(sw.nodes.begin(), sw.nodes.end(), [&](const std::string& n) { return !keep.count(n); }),
+                   sw.nodes.end());
+    if (!sw.nodes.empty()) switches.push_back(std::move(sw));
+  }
+  cluster.set_switches(std::move(switches));
+  cluster.set_teams(whole.cluster->teams());
+  part.cluster = &cluster;
+  for (RunningJob r : whole.running) {
+    for (auto it = r.gpus_by_node.begin(); it != r.gpus_by_node.end();)
+      it = keep.count(it->first) ? std::next(it) : r.gpus_by_node.erase(it);
+    if (!r.gpus_by_node.empty()) part.running.push_back(std::move(r));
+  }
+  for (const auto& p : whole.pending) {
+    const auto theirs = split(p.partition, ',');
+    if (std::any_of(theirs.begin(), theirs.end(), [&](const std::string& n) { return names.count(n) > 0; }))
+      part.pending.push_back(p);
+  }
+  return part;
+}
+
+std::vector<PoolReport> explain_pools(const JobFacts& job, const Snapshot& whole, const std::vector<Pool>& pools) {
+  std::vector<PoolReport> out;
+  for (const auto& pool : pools) {
+    Cluster cluster;
+    const Snapshot part = restrict_to_pools(whole, {pool}, cluster);
+    out.push_back({pool, explain(job, part)});
+  }
+  return out;
+}
+
+std::string format_pools(const std::vector<PoolReport>& pools, time_t now) {
+  if (pools.empty()) return "";
+  std::string out = "pools it accepts (mlsched why's recomputation, " + local_clock(now) + "):\n";
+  for (const auto& p : pools) {
+    const WhyReport& r = p.report;
+    std::string s = "  " + p.pool.name + " (" + compress_hostlist(p.pool.nodes) + "): ";
+    if (r.placement_now.empty()) {
+      s += "the GPUs it needs can be placed now";
+    } else {
+      s += r.placement_now;
+      if (!r.blockers.empty()) {
+        std::vector<std::string> in_way;
+        for (const auto& b : r.blockers)
+          in_way.push_back("job " + job_label(b.job.job_id, b.job.name) + " (" + b.job.user + ", " +
+                           std::to_string(b.gpus) + " GPUs" +
+                           (b.job.expected_end ? ", ends by " + local_clock(b.job.expected_end) : std::string()) + ")");
+        s += "; in its way (" + r.blocked_place + "): " + join(in_way, ", ");
+      }
+      if (r.model_eta)
+        s += "; mlsched's model: by " + local_clock(r.model_eta) + " (in " + format_duration(r.model_eta - now) + ")";
+    }
+    out += escape_controls(s) + "\n";
+  }
+  return out;
+}
+
 }  // namespace mlsched

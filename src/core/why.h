@@ -258,6 +258,28 @@ struct WhyReport {
 
 WhyReport explain(const JobFacts& job, const Snapshot& snap);
 
+// ==== GPU pools: a job is explained against the partitions it accepts ============
+// The pools named in a job's partition field ("h100,a100"), in that order; names
+// not in `pools` are left out.
+std::vector<Pool> pools_of(const std::string& partitions, const std::vector<Pool>& pools);
+
+// The part of `whole` on the nodes of `pools`: a model of only those nodes (built
+// into `cluster`, which the result points to), their state, the running jobs' GPUs
+// there, and the pending jobs that accept one of the pools. Teams and config as in
+// `whole`. A job is placed, blocked and ranked within the pools it may run in.
+Snapshot restrict_to_pools(const Snapshot& whole, const std::vector<Pool>& pools, Cluster& cluster);
+
+// One pool's view of a pending job that accepts several.
+struct PoolReport {
+  Pool pool;
+  WhyReport report;  // explain() on the pool's part of the snapshot
+};
+// Each pool the job accepts, explained on its part of the snapshot.
+std::vector<PoolReport> explain_pools(const JobFacts& job, const Snapshot& whole, const std::vector<Pool>& pools);
+// The lines `mlsched why` adds for them: whether the job fits each pool now and, if
+// not, what is in its way there and until when.
+std::string format_pools(const std::vector<PoolReport>& pools, time_t now);
+
 // Recomputes select's placement reason on the snapshot and compares it with the
 // one select recorded; explain() calls it for pending jobs.
 void compare_with_select(const JobFacts& job, const Snapshot& snap, WhyReport& rep);

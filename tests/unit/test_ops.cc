@@ -231,6 +231,49 @@ START_TEST(top_screen_shows_teams_map_and_drained_nodes) {
 }
 END_TEST
 
+START_TEST(pools_show_their_gpus_and_the_jobs_that_accept_them) {
+  // Two pools (partitions): h100 = gpu[01-08], a100 = gpu[09-16]; gpu16 drained.
+  Scene sc;
+  sc.occupy("gpu01", 8);
+  sc.occupy("gpu09", 2);
+  sc.drain("gpu16", "bad fan");
+  sc.snap.pools = {{"h100", expand_hostlist("gpu[01-08]")}, {"a100", expand_hostlist("gpu[09-16]")}};
+  OpsPendingJob both{20, "vision", "Resources", 90, 16, 0, "h100,a100"};
+  OpsPendingJob h100{21, "vision", "Priority", 30, 8, 0, "h100"};
+  OpsPendingJob elsewhere{22, "nlp", "Resources", 10, 4, 0, "debug"};
+  sc.snap.pending = {both, h100, elsewhere};
+  const OpsSummary s = summarize(sc.snap);
+  ck_assert_int_eq(s.by_pool.size(), 2);
+  const PoolSummary& h = s.by_pool.at("h100");
+  const PoolSummary& a = s.by_pool.at("a100");
+  ck_assert_int_eq(h.gpus.total, 64);
+  ck_assert_int_eq(h.gpus.allocated, 8);
+  ck_assert_int_eq(h.gpus.idle, 56);
+  ck_assert_int_eq(a.gpus.allocated, 2);
+  ck_assert_int_eq(a.gpus.idle, 54);
+  ck_assert_int_eq(a.gpus.unavailable, 8);
+  // A job that names both pools counts in each; one of a pool not listed, in none.
+  ck_assert_int_eq(h.pending_jobs, 2);
+  ck_assert_int_eq(h.pending_gpus, 24);
+  ck_assert_int_eq(a.pending_jobs, 1);
+  ck_assert_int_eq(a.pending_gpus, 16);
+
+  const std::string text = format_metrics(s);
+  ck_assert(has_line(text, "mlsched_pool_gpus{pool=\"a100\",state=\"unavailable\"} 8"));
+  ck_assert(has_line(text, "mlsched_pool_gpus{pool=\"h100\",state=\"allocated\"} 8"));
+  ck_assert(has_line(text, "mlsched_pool_jobs_pending{pool=\"h100\"} 2"));
+  ck_assert(has_line(text, "mlsched_pool_pending_gpus{pool=\"a100\"} 16"));
+  const std::string top = format_top(s, false);
+  ck_assert_contains(top, "GPUs by pool    total  alloc   idle  unavail  pending pend GPUs\n");
+  ck_assert_contains(top, "  a100             64      2     54        8        1        16\n");
+  ck_assert_contains(top, "  h100             64      8     56        0        2        24\n");
+
+  // One pool (or none known): no pool block on the screen.
+  sc.snap.pools.resize(1);
+  ck_assert(!contains(format_top(summarize(sc.snap), false), "GPUs by pool"));
+}
+END_TEST
+
 START_TEST(interrupted_runs_only_when_accounting_was_read) {
   Scene sc;
   sc.snap.interrupted = {{"requeued", 8, 600}, {"requeued", 2, 300}, {"preempted", 4, 3600}};
@@ -393,6 +436,7 @@ Suite* ops_suite() {
   Suite* s = suite_create("ops");
   TCase* tc = tcase_create("ops");
   tcase_add_test(tc, writer_escapes_and_checks_names);
+  tcase_add_test(tc, pools_show_their_gpus_and_the_jobs_that_accept_them);
   tcase_add_test(tc, values_round_trip);
   tcase_add_test(tc, percentiles_nearest_rank);
   tcase_add_test(tc, summary_counts_gpus_teams_and_queue);

@@ -527,6 +527,10 @@ START_TEST(why_names_a_wait_for_a_faster_gpu_type) {
                                       1000);
   ck_assert(wait.wait && is_faster_type_wait(wait.reason));
   ck_assert(!is_faster_type_wait("needs 8 h100 GPUs (1 node x 8) in one node; free now: h100: 0 free"));
+  // The type it waits for: what keeps the reason when the job is tested in that type's pool.
+  ck_assert_str_eq(faster_type_waited_for(wait.reason).c_str(), "h100");
+  ck_assert_str_eq(faster_type_waited_for("waits for  (GpuTypeSpeed 2 vs 1)").c_str(), "");
+  ck_assert_str_eq(faster_type_waited_for("needs 8 h100 GPUs; waits for h100").c_str(), "");
   j.select_reason = wait.reason;
   j.select_evaluated = 990;
   WhyReport r = explain(j, snap);
@@ -538,10 +542,84 @@ START_TEST(why_names_a_wait_for_a_faster_gpu_type) {
 }
 END_TEST
 
+START_TEST(each_pool_a_job_accepts_gets_its_own_view) {
+  // Two pools (partitions): h100 = gpu[01-08], every GPU held by job 501 until
+  // t=1600; a100 = gpu[09-16], half its nodes held by job 502 (no time limit).
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  RunningJob h{501, "prep", "ml-bob", "nlp", {}, 1600};
+  RunningJob a{502, "serve", "ml-carol", "research", {}, 0};
+  for (int i = 1; i <= 12; ++i) {
+    const std::string n = (i < 10 ? "gpu0" : "gpu") + std::to_string(i);
+    occupy(c, s, n, 8);
+    (i <= 8 ? h : a).gpus_by_node[n] = {0, 1, 2, 3, 4, 5, 6, 7};
+  }
+  PendingJob in_h100{700, "x", "ml-dave", "h100", 500, {}, 8};
+  PendingJob in_a100{701, "y", "ml-dave", "a100", 900, {}, 8};
+  PendingJob in_both{702, "z", "ml-dave", "a100,h100", 100, {}, 8};
+  Snapshot snap{&c, s, {h, a}, {in_h100, in_a100, in_both}, 1000};
+  const std::vector<Pool> all = {{"h100", expand_hostlist("gpu[01-08]")},
+                                 {"a100", expand_hostlist("gpu[09-16]")},
+                                 {"debug", expand_hostlist("cpu01")}};
+
+  // The job's partitions, in its order; a name slurmctld does not list is left out.
+  const auto mine = pools_of("h100,gone,a100", all);
+  ck_assert_int_eq(mine.size(), 2);
+  ck_assert_str_eq(mine[0].name.c_str(), "h100");
+  ck_assert_str_eq(mine[1].name.c_str(), "a100");
+
+  // One pool's part: its nodes, its share of the running jobs, the jobs that accept it.
+  Cluster h100_only;
+  const Snapshot part = restrict_to_pools(snap, {all[0]}, h100_only);
+  ck_assert_int_eq(h100_only.nodes().size(), 8);
+  ck_assert_int_eq(part.state.size(), 8);
+  ck_assert_int_eq(part.running.size(), 1);
+  ck_assert_int_eq(part.running[0].job_id, 501);
+  ck_assert_int_eq(part.pending.size(), 2);  // 700 and 702, not the a100-only 701
+  ck_assert_int_eq(h100_only.switches().size(), 2);  // sw0 and the top switch, cut to gpu[01-08]
+  ck_assert_int_eq(h100_only.total_gpus("a100"), 0);
+
+  JobFacts job = pending_job(1, 8, {}, Locality::node, LocalityMode::prefer);
+  job.partition = "h100,a100";
+  const auto pools = explain_pools(job, snap, mine);
+  ck_assert_int_eq(pools.size(), 2);
+  // h100: nothing free until 501 reaches its time limit.
+  ck_assert_msg(!pools[0].report.placement_now.empty(), "h100 should not fit now");
+  ck_assert_int_eq(pools[0].report.blockers.size(), 1);
+  ck_assert_int_eq(pools[0].report.blockers[0].job.job_id, 501);
+  ck_assert_int_eq(pools[0].report.model_eta, 1600);
+  // a100: four idle nodes.
+  ck_assert_str_eq(pools[1].report.placement_now.c_str(), "");
+  const std::string text = format_pools(pools, 1000);
+  ck_assert_contains(text, "pools it accepts");
+  ck_assert_contains(text, "  h100 (gpu[01-08]): ");
+  ck_assert_contains(text, "in its way (");
+  ck_assert_contains(text, "job prep 501 (ml-bob, 64 GPUs, ends by ");
+  ck_assert_contains(text, "mlsched's model: by ");
+  ck_assert_contains(text, "(in 10 min)");
+  ck_assert_contains(text, "  a100 (gpu[09-16]): the GPUs it needs can be placed now\n");
+
+  // The whole report is the union of its pools: here every GPU node, so it fits now.
+  Cluster both;
+  const Snapshot union_part = restrict_to_pools(snap, mine, both);
+  ck_assert_int_eq(both.nodes().size(), 16);
+  ck_assert_int_eq(union_part.pending.size(), 3);
+  ck_assert_str_eq(explain(job, union_part).placement_now.c_str(), "");
+  // A job of the h100 pool alone does not fit, though a100 GPUs are free.
+  JobFacts h100_job = job;
+  h100_job.partition = "h100";
+  Cluster h100_again;
+  const WhyReport only = explain(h100_job, restrict_to_pools(snap, pools_of(h100_job.partition, all), h100_again));
+  ck_assert_msg(!only.placement_now.empty(), "an h100-pool job cannot use the a100 pool's GPUs");
+  ck_assert_int_eq(only.model_eta, 1600);
+}
+END_TEST
+
 Suite* why_suite() {
   Suite* s = suite_create("why");
   TCase* tc = tcase_create("why");
   tcase_add_test(tc, slurm_strings);
+  tcase_add_test(tc, each_pool_a_job_accepts_gets_its_own_view);
   tcase_add_test(tc, why_names_a_wait_for_a_faster_gpu_type);
   tcase_add_test(tc, strict_locality_gets_prefer_counterfactual);
   tcase_add_test(tc, fragmented_free_gpus);

@@ -17,6 +17,7 @@
 #include "core/cluster.h"
 #include "core/lifecycle.h"
 #include "core/ops.h"
+#include "core/why.h"
 
 namespace mlsched::tool {
 
@@ -75,6 +76,9 @@ std::string mlsched_conf_path();
 // leave the model usable go to `notes`; failing to read the nodes throws ToolError.
 void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string>& notes,
                   std::vector<NodeHealth>* health);
+// The partitions (GPU pools) with their nodes; when slurmctld does not answer, none
+// and a note.
+std::vector<Pool> load_pools(std::vector<std::string>& notes);
 
 // why_cmd.cc: a job's user by name (Slurm's, else the passwd entry, else the uid),
 // its GPU indices per node (gres detail), Slurm's base state as squeue names it.

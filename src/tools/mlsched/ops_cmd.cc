@@ -189,6 +189,7 @@ AccountingRead load_accounting(time_t now) {
 void load_ops(OpsData& d) {
   load_cluster(d.cluster, d.snap.state, d.notes, &d.snap.health);
   d.snap.cluster = &d.cluster;
+  d.snap.pools = load_pools(d.notes);
   d.snap.now = time(nullptr);
 
   JobsMsg jobs;
@@ -226,6 +227,7 @@ void load_ops(OpsData& d) {
       p.waiting_seconds = d.snap.now - j.submit_time;
       p.gpus = pending_gpus(str(j.tres_req_str));
       p.restarts = j.restart_cnt;
+      p.partitions = str(j.partition);
       d.snap.pending.push_back(std::move(p));
     }
   }
@@ -419,6 +421,14 @@ json_object* summary_json(const OpsSummary& s, const std::vector<std::string>& n
     json_object_object_add(domains, domain.c_str(), d);
   }
   json_object_object_add(root, "gpus_by_nvlink_domain", domains);
+  json_object* pools = json_object_new_object();
+  for (const auto& [pool, row] : s.by_pool) {
+    json_object* p = tally_json(row.gpus);
+    json_object_object_add(p, "pending_jobs", json_object_new_int64(row.pending_jobs));
+    json_object_object_add(p, "pending_gpus", json_object_new_int64(row.pending_gpus));
+    json_object_object_add(pools, pool.c_str(), p);
+  }
+  json_object_object_add(root, "pools", pools);
   json_object* teams = json_object_new_object();
   for (const auto& [team, row] : s.teams) {
     json_object* t = json_object_new_object();

@@ -185,6 +185,32 @@ void load_cluster(Cluster& cluster, ClusterState& state, std::vector<std::string
   }
 }
 
+// The partitions (GPU pools) and their nodes. A partition whose node list cannot
+// be read is left out, with a note.
+std::vector<Pool> load_pools(std::vector<std::string>& notes) {
+  partition_info_msg_t* parts = nullptr;
+  if (slurm_load_partitions(0, &parts, SHOW_ALL) != SLURM_SUCCESS || !parts) {
+    notes.push_back(slurm_error("partitions unknown (every node is considered)"));
+    return {};
+  }
+  std::unique_ptr<partition_info_msg_t, void (*)(partition_info_msg_t*)> guard(parts, slurm_free_partition_info_msg);
+  std::vector<Pool> pools;
+  for (uint32_t i = 0; i < parts->record_count; ++i) {
+    const partition_info_t& p = parts->partition_array[i];
+    if (!p.name) continue;
+    Pool pool;
+    pool.name = p.name;
+    try {
+      if (p.nodes) pool.nodes = expand_hostlist(p.nodes);
+    } catch (const std::invalid_argument& e) {
+      notes.push_back("partition " + pool.name + ": " + e.what());
+      continue;
+    }
+    pools.push_back(std::move(pool));
+  }
+  return pools;
+}
+
 namespace {
 
 // What a job asks for in GPUs: from its TRES, refined by its mlsched directives.
@@ -357,6 +383,37 @@ void load_teams(Snapshot& snap, const Cluster& cluster, const job_info_msg_t* jo
     for (const auto& [type, n] : cluster_gpus) v.guaranteed[type] = quotas.guaranteed(team, type);
 }
 
+json_object* blockers_json(const WhyReport& rep) {
+  json_object* blockers = json_object_new_array();
+  for (const auto& b : rep.blockers) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "job_id", json_object_new_int64(b.job.job_id));
+    json_object_object_add(o, "name", jstr(b.job.name));
+    json_object_object_add(o, "user", jstr(b.job.user));
+    json_object_object_add(o, "gpus", json_object_new_int64(b.gpus));
+    json_object_object_add(o, "expected_end", json_object_new_int64(b.job.expected_end));
+    json_object_array_add(blockers, o);
+  }
+  return blockers;
+}
+
+// Each pool a job accepts: whether it fits there now, what is in its way, until when.
+json_object* pools_json(const std::vector<PoolReport>& pools) {
+  json_object* arr = json_object_new_array();
+  for (const auto& p : pools) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "pool", jstr(p.pool.name));
+    json_object_object_add(o, "nodes", jstr(compress_hostlist(p.pool.nodes)));
+    json_object_object_add(o, "fits_now", json_object_new_boolean(p.report.placement_now.empty()));
+    json_object_object_add(o, "placement_now", jstr(p.report.placement_now));
+    json_object_object_add(o, "blocked_place", jstr(p.report.blocked_place));
+    json_object_object_add(o, "blockers", blockers_json(p.report));
+    json_object_object_add(o, "model_eta", json_object_new_int64(p.report.model_eta));
+    json_object_array_add(arr, o);
+  }
+  return arr;
+}
+
 // Long (~145 lines) on purpose: the JSON document field by field, in the order of
 // format_why()'s screen, so the two stay easy to compare; no logic here.
 json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::vector<std::string>& notes) {
@@ -406,16 +463,7 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_array_add(cf, o);
   }
   json_object_object_add(root, "counterfactuals", cf);
-  json_object* blockers = json_object_new_array();
-  for (const auto& b : rep.blockers) {
-    json_object* o = json_object_new_object();
-    json_object_object_add(o, "job_id", json_object_new_int64(b.job.job_id));
-    json_object_object_add(o, "name", jstr(b.job.name));
-    json_object_object_add(o, "user", jstr(b.job.user));
-    json_object_object_add(o, "gpus", json_object_new_int64(b.gpus));
-    json_object_object_add(o, "expected_end", json_object_new_int64(b.job.expected_end));
-    json_object_array_add(blockers, o);
-  }
+  json_object* blockers = blockers_json(rep);
   json_object* attained = nullptr;
   if (rep.attained.applies) {
     attained = json_object_new_object();
@@ -642,7 +690,14 @@ std::map<uint32_t, time_t> model_etas(const job_info_msg_t* all, const std::vect
   snap.now = now;
   add_other_jobs(snap, all);
   load_teams(snap, cluster, all, notes);
-  for (const auto* j : jobs) out[j->job_id] = explain(facts_of(*j, now), snap).model_eta;
+  const std::vector<Pool> pools = load_pools(notes);
+  for (const auto* j : jobs) {
+    const JobFacts facts = facts_of(*j, now);
+    // As `mlsched why`: within the pools (partitions) the job accepts.
+    const std::vector<Pool> mine = pools_of(facts.partition, pools);
+    Cluster in_pools;
+    out[j->job_id] = explain(facts, mine.empty() ? snap : restrict_to_pools(snap, mine, in_pools)).model_eta;
+  }
   return out;
 }
 
@@ -686,15 +741,24 @@ int cmd_why(Args& args) {
 
   load_teams(snap, cluster, all.msg, notes);
 
-  const WhyReport report = explain(job, snap);
+  // Explained against the pools (partitions) it may run in; a pending job that
+  // names several also gets each pool's view.
+  const std::vector<Pool> pools = pools_of(job.partition, load_pools(notes));
+  Cluster in_pools;
+  const Snapshot mine = pools.empty() ? Snapshot() : restrict_to_pools(snap, pools, in_pools);
+  const WhyReport report = explain(job, pools.empty() ? snap : mine);
+  const std::vector<PoolReport> per_pool =
+      job.state == "PENDING" && pools.size() > 1 ? explain_pools(job, snap, pools) : std::vector<PoolReport>();
   // A pipeline stage: what comes after it and what happens to that.
   const std::string pipeline = pipeline_note(j, all.msg, now);
   if (json) {
     json_object* root = report_json(job, report, notes);
     json_object_object_add(root, "pipeline", pipeline.empty() ? nullptr : jstr(pipeline));
+    json_object_object_add(root, "pools", pools_json(per_pool));
     print_json(root);
   } else {
     fputs(format_why(job, report, now).c_str(), stdout);
+    if (!per_pool.empty()) printf("\n%s", format_pools(per_pool, now).c_str());
     if (!pipeline.empty()) printf("\n%s\n", pipeline.c_str());
     for (const auto& n : notes) printf("note: %s\n", n.c_str());
   }

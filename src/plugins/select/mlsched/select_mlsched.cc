@@ -28,6 +28,7 @@
 #include "core/placement.h"
 #include "core/safe_file.h"
 #include "core/submit.h"
+#include "core/text.h"
 #include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
 #include "plugins/common/ctld.h"
@@ -298,18 +299,38 @@ uint64_t time_limit_seconds(const job_record_t* job_ptr) {
   return static_cast<uint64_t>(minutes) * 60;
 }
 
+// The nodes of every partition (GPU pool) the job accepts; nullptr when it has
+// none. A job that names several (-p h100,a100) is tested in one partition at a
+// time, with job_ptr->part_ptr set to it; part_ptr_list holds them all.
+bitstr_t* job_partition_nodes(const job_record_t* job_ptr, int64_t bitmap_size) {
+  bitstr_t* nodes = nullptr;
+  auto add = [&](const part_record_t* part) {
+    if (!part || !part->node_bitmap || bit_size(part->node_bitmap) != bitmap_size) return;
+    if (!nodes) nodes = bit_copy(part->node_bitmap);
+    else bit_or(nodes, part->node_bitmap);
+  };
+  if (job_ptr->part_ptr_list) {
+    ListIterator it = list_iterator_create(job_ptr->part_ptr_list);
+    while (const auto* part = static_cast<const part_record_t*>(list_next(it))) add(part);
+    list_iterator_destroy(it);
+  }
+  if (!nodes) add(job_ptr->part_ptr);
+  return nodes;
+}
+
 // GpuTypeSpeed: when could the job start on `faster` (0: unknown)? cons_tres's
 // will-run on that type's nodes. A gpu-type list is a matching-OR constraint
-// ([h100|a100]), which slurmctld tests one type at a time, so the job's bitmap may
-// hold only the slower type's nodes: the faster type's are taken from the job's
-// partition (up, not excluded). At most one question per type, or per unit for a
+// ([h100|a100]), which slurmctld tests one type at a time, and a job that names
+// several pools is tested in one pool at a time, so the job's bitmap may hold only
+// the slower type's nodes: the faster type's are taken from every partition the
+// job accepts (up, not excluded). At most one question per type, or per unit for a
 // strict job (AttemptLimits::will_run_units).
 time_t faster_type_start(job_record_t* job_ptr, int64_t bitmap_size, uint32_t min_nodes, uint32_t max_nodes,
                          uint32_t req_nodes, const JobTestTail& tail, const mlsched::PlacementRequest& request,
                          const mlsched::Config& config, const mlsched::plugin::ClusterModel& model,
                          const mlsched::ClusterState& state, const std::string& faster) {
-  if (!job_ptr->part_ptr || !job_ptr->part_ptr->node_bitmap) return 0;
-  bitstr_t* part = job_ptr->part_ptr->node_bitmap;
+  bitstr_t* part = job_partition_nodes(job_ptr, bitmap_size);
+  if (!part) return 0;
   bitstr_t* excluded = job_ptr->details ? job_ptr->details->exc_node_bitmap : nullptr;
   std::vector<bool> faster_eligible(model.cluster.nodes().size(), false);
   for (size_t k = 0; k < faster_eligible.size(); ++k) {
@@ -317,6 +338,7 @@ time_t faster_type_start(job_record_t* job_ptr, int64_t bitmap_size, uint32_t mi
     faster_eligible[k] = state[k].usable && i < bit_size(part) && bit_test(part, i) &&
                          !(excluded && i < bit_size(excluded) && bit_test(excluded, i));
   }
+  FREE_NULL_BITMAP(part);
   mlsched::PlacementRequest only_faster = request;
   only_faster.gpu_types = {faster};
   const auto ask =
@@ -475,7 +497,17 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
     debug3("%s: %pJ placed by offer %s", kLog, job_ptr, mlsched::attempt_step_name(offer.step));
     return accept(trial);
   }
-  set_reason(job_ptr, plan.reason);
+  // A job that names several pools is tested in each in turn: its slower pool's
+  // "waits for <faster type>" stays when this pass is in the pool of that type,
+  // whose lack of room is the reason it waits, instead of being replaced at every
+  // pass. Any other pass's reason replaces it.
+  bool in_waited_pool = false;
+  if (job_ptr->part_ptr_list && list_count(job_ptr->part_ptr_list) > 1) {
+    const std::string waited = mlsched::faster_type_waited_for(mlsched::select_reason_of(str(job_ptr->system_comment)));
+    for (size_t k = 0; k < eligible.size() && !waited.empty() && !in_waited_pool; ++k)
+      in_waited_pool = eligible[k] && mlsched::lowercase(cluster.nodes()[k].gpu_type) == mlsched::lowercase(waited);
+  }
+  if (!in_waited_pool) set_reason(job_ptr, plan.reason);
   return SLURM_ERROR;
 }
 
