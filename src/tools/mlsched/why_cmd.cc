@@ -676,6 +676,17 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
 
 }  // namespace
 
+// explain() within the pools (partitions) the job accepts; the whole snapshot when
+// none of them is known. What `mlsched why` and `pipeline status` both show.
+namespace {
+WhyReport explain_in_pools(const JobFacts& job, const Snapshot& whole, const std::vector<Pool>& pools) {
+  const std::vector<Pool> mine = pools_of(job.partition, pools);
+  if (mine.empty()) return explain(job, whole);
+  Cluster in_pools;
+  return explain(job, restrict_to_pools(whole, mine, in_pools));
+}
+}  // namespace
+
 // The why model's start ETA of each pending job (0: unknown), on one snapshot:
 // what `pipeline status` shows beside its stages.
 std::map<uint32_t, time_t> model_etas(const job_info_msg_t* all, const std::vector<const slurm_job_info_t*>& jobs,
@@ -691,13 +702,7 @@ std::map<uint32_t, time_t> model_etas(const job_info_msg_t* all, const std::vect
   add_other_jobs(snap, all);
   load_teams(snap, cluster, all, notes);
   const std::vector<Pool> pools = load_pools(notes);
-  for (const auto* j : jobs) {
-    const JobFacts facts = facts_of(*j, now);
-    // As `mlsched why`: within the pools (partitions) the job accepts.
-    const std::vector<Pool> mine = pools_of(facts.partition, pools);
-    Cluster in_pools;
-    out[j->job_id] = explain(facts, mine.empty() ? snap : restrict_to_pools(snap, mine, in_pools)).model_eta;
-  }
+  for (const auto* j : jobs) out[j->job_id] = explain_in_pools(facts_of(*j, now), snap, pools).model_eta;
   return out;
 }
 
@@ -743,10 +748,9 @@ int cmd_why(Args& args) {
 
   // Explained against the pools (partitions) it may run in; a pending job that
   // names several also gets each pool's view.
-  const std::vector<Pool> pools = pools_of(job.partition, load_pools(notes));
-  Cluster in_pools;
-  const Snapshot mine = pools.empty() ? Snapshot() : restrict_to_pools(snap, pools, in_pools);
-  const WhyReport report = explain(job, pools.empty() ? snap : mine);
+  const std::vector<Pool> all_pools = load_pools(notes);
+  const WhyReport report = explain_in_pools(job, snap, all_pools);
+  const std::vector<Pool> pools = pools_of(job.partition, all_pools);
   const std::vector<PoolReport> per_pool =
       job.state == "PENDING" && pools.size() > 1 ? explain_pools(job, snap, pools) : std::vector<PoolReport>();
   // A pipeline stage: what comes after it and what happens to that.
