@@ -115,14 +115,15 @@ def has_tres(text, field, spec):
 
 
 def wait_for(condition, what, timeout=90, interval=0.2):
-    """Polls `condition` until it returns something true and returns that."""
+    """Polls `condition` until it returns something true and returns that. `what` may be
+    a function, called on timeout, so the message shows the state at that moment."""
     deadline = time.time() + timeout
     while time.time() < deadline:
         value = condition()
         if value:
             return value
         time.sleep(interval)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
 
 
 class MlschedConf:

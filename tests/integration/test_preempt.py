@@ -370,14 +370,25 @@ def test_known_nodes_are_never_reported_unknown_in_nvlink_domains(cluster):
 
 def test_job_near_its_time_limit_checkpoints_and_continues_in_a_new_allocation(preempt_cluster):
     cluster, jobs, files = preempt_cluster
-    # A 1-minute limit with checkpoint-grace=30: Slurm sends the checkpoint signal
-    # (--signal=B:USR1@30, set by job_submit/mlsched) at its first time-limit check
-    # within 30 s of that point, i.e. well before the limit.
-    job, out = trainer(cluster, jobs, files, BOB, "nlp", "tl", 600, time_limit="1")
+    # checkpoint-grace=30 becomes --signal=B:USR1@30. slurmctld checks time limits every
+    # 30 s and signals at the first check less than grace + 30 s before the limit, so the
+    # signal comes 30 to 60 s before it. With a 1-minute limit that window opens at the
+    # start: a check in the second between allocation and the batch shell's launch sent
+    # the signal to a job that was not running yet, and it was lost (CI, 24.11). With 2
+    # minutes the signal comes 60 to 90 s after the start, when the trainer is running.
+    job, out = trainer(cluster, jobs, files, BOB, "nlp", "tl", 600, time_limit="2")
+    cluster.wait_state(job, {"RUNNING"}, timeout=60)
+    wait_for(lambda: "fake-trainer: start at step 0" in output(out), "the trainer to start")
+    started = time.time()
     m = wait_for(lambda: re.search(r"checkpoint at step (\d+) \(signal", output(out)),
-                 "the job to checkpoint before its time limit", timeout=75)
+                 lambda: (f"the job to checkpoint before its time limit (job {job}: "
+                          f"{cluster.job_field(job, 'JobState')} since {cluster.job_field(job, 'StartTime')}, "
+                          f"limit {cluster.job_field(job, 'TimeLimit')}; output:\n{output(out)[-2000:]})"),
+                 timeout=100)
     step = int(m.group(1))
     assert step > 0
+    # Not before the window: the signal is the time-limit warning, not something else.
+    assert time.time() - started >= 30 - 5, (time.time() - started, output(out)[-2000:])
     wait_for(lambda: restarts(cluster, job) == 1, "the job to requeue itself")
     assert "requeueing job" in output(out)
     start_requeued_now(cluster, job)
