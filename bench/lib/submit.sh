@@ -16,7 +16,7 @@ submit_stream() {
     constraint=
     if [ "$SUBMIT_MODE" = stock ]; then
       if [ "${typ#*,}" = "$typ" ]; then gres="--gres=gpu:$typ:$gpus"
-      else constraint="--constraint=[$(printf %s "$typ" | tr , "|")]"; fi
+      else constraint="--constraint=[${typ//,/|}]"; fi
     fi
     printf "#!/bin/bash\n#MLSCHED gpu-type=%s locality=%s\nsleep %s\n" "$typ" "$loc" "$secs" |
       runuser -u "$user" -- env SLURM_CONF="$SUBMIT_DIR/etc/slurm.conf" sbatch -Q $SUBMIT_HOLD -A "$team" -N "$nodes" $gres ${constraint:+"$constraint"} \

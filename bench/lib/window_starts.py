@@ -16,17 +16,15 @@ import sys
 
 
 def gpus_of(tres):
+    """GPUs and the set of GPU types in an AllocTRES (...,gres/gpu:h100=8,gres/gpu=8,...)."""
+    gpus, types = 0, set()
     for part in tres.split(","):
         key, _, value = part.partition("=")
         if key == "gres/gpu":
-            return int(value)
-    return 0
-
-
-def gpu_types_of(tres):
-    """The GPU types in an AllocTRES (gres/gpu:h100=8,...)."""
-    return {part.partition("=")[0][len("gres/gpu:"):] for part in tres.split(",")
-            if part.startswith("gres/gpu:")}
+            gpus = int(value)
+        elif key.startswith("gres/gpu:"):
+            types.add(key[len("gres/gpu:"):])
+    return gpus, types
 
 
 def shape(nodes, gpus):
@@ -52,13 +50,13 @@ def main():
                 continue
             start, end = epoch(fields[1]), epoch(fields[2])
             nodes = int(fields[3] or 0)
-            gpus = gpus_of(fields[4])
+            gpus, types = gpus_of(fields[4])
             if start is None:
                 continue
             if t0 <= start <= t1:
                 started[shape(nodes, gpus)] += 1
                 gpus_started += gpus
-                if len(gpu_types_of(fields[4])) > 1:
+                if len(types) > 1:
                     mixed += 1
                     mixed_gpus += gpus
             lo, hi = max(start, t0), min(end if end is not None else t1, t1)
