@@ -12,29 +12,17 @@ want; select/mlsched never does).
 SACCT_FILE: `sacct -a -X -n -P -o JobID,Start,End,NNodes,AllocTRES` output
 (times as epoch seconds: SLURM_TIME_FORMAT=%s). Prints `key value` lines.
 """
+import os
 import sys
 
-
-def gpus_of(tres):
-    """GPUs and the set of GPU types in an AllocTRES (...,gres/gpu:h100=8,gres/gpu=8,...)."""
-    gpus, types = 0, set()
-    for part in tres.split(","):
-        key, _, value = part.partition("=")
-        if key == "gres/gpu":
-            gpus = int(value)
-        elif key.startswith("gres/gpu:"):
-            types.add(key[len("gres/gpu:"):])
-    return gpus, types
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from sacct import gpus_of, time_of  # noqa: E402
 
 
 def shape(nodes, gpus):
     if nodes > 1:
         return "gang"
     return "full-node" if gpus >= 8 else "1-4gpu"
-
-
-def epoch(text):
-    return int(text) if text.isdigit() else None
 
 
 def main():
@@ -48,7 +36,7 @@ def main():
             fields = line.rstrip("\n").split("|")
             if len(fields) < 5:
                 continue
-            start, end = epoch(fields[1]), epoch(fields[2])
+            start, end = time_of(fields[1]), time_of(fields[2])
             nodes = int(fields[3] or 0)
             gpus, types = gpus_of(fields[4])
             if start is None:

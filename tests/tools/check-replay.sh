@@ -1,6 +1,6 @@
 #!/bin/sh
-# make check: the replay benchmark's own unit tests (metric math, topology, the
+# make check: the benchmarks' own unit tests (metric math, topology, sacct fields, the
 # choice of a representative trace window). No cluster and no ../shared needed.
 set -e
 srcdir=$(cd "$(dirname "$0")/../.." && pwd)
-exec /usr/bin/python3 -m pytest -q -p no:cacheprovider "$srcdir/bench/replay"
+exec /usr/bin/python3 -m pytest -q -p no:cacheprovider "$srcdir/bench/replay" "$srcdir/bench/lib"
