@@ -275,7 +275,19 @@ bool apply_checkpoint_signal(JobDirectives& d, const JobRequest& req, const Conf
     plan.warn_time = d.checkpoint_grace;
     plan.warn_batch_only = true;
   }
-
+  // slurmctld checks time limits every 30 s and sends the signal at the first check
+  // that falls within grace + 30 s of the limit. With a limit of at most grace + 60 s
+  // that check can come in the job's first seconds, before its script has set a
+  // handler, and the checkpoint is lost (seen on Slurm 24.11 with -t 1 and grace 30).
+  const std::optional<uint32_t> grace = plan.warn_signal ? plan.warn_time : req.warn_time;
+  if (req.time_limit && grace && (plan.warn_signal || req.warn_signal) &&
+      uint64_t{*req.time_limit} * 60 <= uint64_t{*grace} + 60) {
+    const uint64_t enough = (uint64_t{*grace} + 60) / 60 + 1;
+    plan.notes.push_back("--time=" + std::to_string(*req.time_limit) + " is not longer than checkpoint-grace (" +
+                         std::to_string(*grace) + " s) + 60 s: Slurm may send the checkpoint signal before the "
+                         "job's script has started, and the checkpoint is lost; give --time=" +
+                         std::to_string(enough) + " or more");
+  }
   return true;
 }
 

@@ -30,6 +30,7 @@ struct JobRequest {
   std::optional<int> warn_signal;     // --signal
   std::optional<uint32_t> warn_time;
   std::optional<bool> requeue;        // --requeue / --no-requeue
+  std::optional<uint32_t> time_limit; // --time in minutes; nullopt: not given, or unlimited
   std::optional<uint32_t> het_component;  // its het_job_offset in a heterogeneous job
   // select/mlsched is the select plugin: it tries a gpu-type list in the user's
   // order by itself, so no --prefer is added (Slurm 22.05 queues a job with a

@@ -98,6 +98,24 @@ def test_notes_are_shown_on_success(cluster):
         cluster.cancel(job)
 
 
+def test_a_time_limit_too_short_for_the_checkpoint_signal_is_noted(cluster):
+    # Slurm checks time limits every 30 s: with -t 1 and 30 s of grace the signal can
+    # come before the script runs. The job is accepted and the user told.
+    res, name = cluster.sbatch(BOB, script("checkpoint-signal=USR1 checkpoint-grace=30",
+                                           sbatch="-N1 --gres=gpu:1 -A nlp -t 1"), "-H")
+    job = cluster.job_id(res)
+    try:
+        assert ("mlsched: --time=1 is not longer than checkpoint-grace (30 s) + 60 s: Slurm may send the checkpoint "
+                "signal before the job's script has started, and the checkpoint is lost; give --time=2 or more") \
+            in res.err, res
+        assert cluster.job_field(job, "TimeLimit") == "00:01:00"
+    finally:
+        cluster.cancel(job)
+    res, name = cluster.sbatch(BOB, script("checkpoint-signal=USR1 checkpoint-grace=30",
+                                           sbatch="-N1 --gres=gpu:1 -A nlp -t 2"), "-H")
+    cluster.cancel(cluster.job_id(res))
+    assert "--time=" not in res.err, res
+
 def test_jobs_without_directives_are_untouched(cluster):
     res, name = cluster.sbatch(BOB, "#!/bin/bash\nsleep 1\n", "-A", "nlp", "--gres=gpu:1", "-H")
     job = cluster.job_id(res)

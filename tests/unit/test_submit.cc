@@ -183,6 +183,36 @@ START_TEST(signals_and_requeue) {
 }
 END_TEST
 
+START_TEST(a_time_limit_too_short_for_the_checkpoint_signal_is_noted) {
+  // grace 30 s: a limit must be longer than 90 s, or the signal may come before
+  // the script runs. Accepted either way: the job may still be useful.
+  JobRequest r = job("checkpoint-signal=USR1 checkpoint-grace=30");
+  r.time_limit = 1;
+  SubmitPlan p = plan_submit(r, Config{}, fixture_cluster());
+  ck_assert(p.accepted());
+  ck_assert_contains(p.user_message(), "--time=1 is not longer than checkpoint-grace (30 s) + 60 s: Slurm may send the "
+                                       "checkpoint signal before the job's script has started, and the checkpoint is "
+                                       "lost; give --time=2 or more");
+  r.time_limit = 2;
+  p = plan_submit(r, Config{}, fixture_cluster());
+  ck_assert(p.user_message().find("--time=") == std::string::npos);
+  // The user's own --signal=USR2@120 with a 3-minute limit: 180 <= 180.
+  r = job("type=training");
+  r.warn_signal = SIGUSR2;
+  r.warn_time = 120;
+  r.time_limit = 3;
+  p = plan_submit(r, Config{}, fixture_cluster());
+  ck_assert_contains(p.user_message(), "--time=3 is not longer than checkpoint-grace (120 s) + 60 s");
+  ck_assert_contains(p.user_message(), "give --time=4 or more");
+  // No signal, or no limit given: nothing to say.
+  r = job("type=training");
+  r.time_limit = 1;
+  ck_assert(plan_submit(r, Config{}, fixture_cluster()).user_message().find("--time=") == std::string::npos);
+  r = job("checkpoint-grace=30");
+  ck_assert(plan_submit(r, Config{}, fixture_cluster()).user_message().find("--time=") == std::string::npos);
+}
+END_TEST
+
 START_TEST(comment_directives_for_srun) {
   JobRequest r;
   r.comment = "mlsched: type=interactive gpu-type=a100";
@@ -378,6 +408,7 @@ Suite* submit_suite() {
   tcase_add_test(tc, prefer_mode_accepts_with_a_note);
   tcase_add_test(tc, several_problems_are_listed_together);
   tcase_add_test(tc, signals_and_requeue);
+  tcase_add_test(tc, a_time_limit_too_short_for_the_checkpoint_signal_is_noted);
   tcase_add_test(tc, comment_directives_for_srun);
   tcase_add_test(tc, strict_switch_gang_fits_under_a_spine);
   tcase_add_test(tc, gang_request_is_one_normalization);

@@ -46,6 +46,7 @@ mlsched::JobRequest copy_request(const job_desc_msg_t* job_desc) {
     if (job_desc->warn_time != NO_VAL16) req.warn_time = job_desc->warn_time;
   }
   if (job_desc->requeue != NO_VAL16) req.requeue = job_desc->requeue != 0;
+  if (job_desc->time_limit != NO_VAL && job_desc->time_limit != INFINITE) req.time_limit = job_desc->time_limit;
   if (job_desc->het_job_offset != NO_VAL) {
     req.het_component = job_desc->het_job_offset;
     // slurmctld calls job_submit once per component, one after the other in the same
