@@ -28,3 +28,17 @@ def time_of(text):
     if text.isdigit():
         return int(text)
     return datetime.datetime.strptime(text, "%Y-%m-%dT%H:%M:%S").timestamp()
+
+
+# sacct's Flags field names the scheduler that started a job; on 22.05 it reads
+# "SchedMain,StartRecieved" (Slurm's spelling).
+SCHEDULER_OF_FLAG = (("SchedBackfill", "backfill"), ("SchedMain", "main"), ("SchedSubmit", "submit"))
+
+
+def scheduler_of(flags):
+    """Which scheduler started the job: "main", "backfill", "submit" (at submission)
+    or "" (not started, or a Slurm that does not say)."""
+    for flag, name in SCHEDULER_OF_FLAG:
+        if flag in (flags or "").split(","):
+            return name
+    return ""

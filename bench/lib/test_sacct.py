@@ -1,6 +1,6 @@
 import datetime
 
-from sacct import gpus_of, time_of
+from sacct import gpus_of, scheduler_of, time_of
 
 
 def test_gpus_and_types_of_an_alloc_tres():
@@ -20,3 +20,10 @@ def test_times_in_both_forms_and_missing_ones():
     assert time_of("2026-12-05T20:00:00") == iso
     for missing in ("Unknown", "None", "", None):
         assert time_of(missing) is None
+
+
+def test_the_scheduler_that_started_a_job():
+    assert scheduler_of("SchedBackfill,StartRecieved") == "backfill"
+    assert scheduler_of("StartRecieved,SchedMain") == "main"
+    assert scheduler_of("SchedSubmit") == "submit"
+    assert scheduler_of("") == scheduler_of(None) == scheduler_of("StartRecieved") == ""

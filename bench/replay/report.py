@@ -228,6 +228,9 @@ def run_table(res):
         "%d; %s" % (m["preemptions"], fmt(m["gpu_hours_lost"], 3)))
     row("requeues (runs after the first)", s["requeues"], m["requeues"])
     row("final states", states(s["states"]), states(m["states"]))
+    if "started_by" in s:
+        by = lambda d: ", ".join("%s %d" % (k, v) for k, v in sorted(d.items())) or "-"
+        row("runs started by (sacct Flags)", by(s["started_by"]), by(m["started_by"]))
     row("sbatch refusals; submit lag p99 (s)", "%d; %s" % (s["sbatch_failed"], fmt(s["submit_lag_p99"], 2)),
         "%d; %s" % (m["sbatch_failed"], fmt(m["submit_lag_p99"], 2)))
     return "| metric | stock | mlsched |\n|---|---|---|\n" + "\n".join(rows) + "\n"
