@@ -514,8 +514,10 @@ def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_node
     pid, argv, env = slurmd_of(cluster, victim_node)
     original_conf = set_slurmd_timeout(cluster, 10)
     try:
-        # The last checkpoint reported before the failure: work up to it is kept.
-        reported = int(re.search(r"mlsched-checkpoint=(\d+)", cluster.job_field(job, "Comment") or "").group(1))
+        # The last checkpoint reported before the failure: work up to it is kept. On
+        # 24.11 the reconfigure above starts a new slurmctld, which may not answer yet.
+        reported = int(wait_for(lambda: re.search(r"mlsched-checkpoint=(\d+)", cluster.job_field(job, "Comment") or ""),
+                                "slurmctld to show the job's last reported checkpoint").group(1))
         os.kill(pid, 9)
         wait_for(lambda: "DOWN" in (cluster.run(["scontrol", "show", "node", victim_node]).out.split("State=")[1].split()[0]),
                  f"slurmctld to declare {victim_node} down", timeout=90, interval=1)
