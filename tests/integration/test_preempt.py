@@ -514,8 +514,9 @@ def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_node
     pid, argv, env = slurmd_of(cluster, victim_node)
     original_conf = set_slurmd_timeout(cluster, 10)
     try:
-        # The last checkpoint reported before the failure: work up to it is kept. On
-        # 24.11 the reconfigure above starts a new slurmctld, which may not answer yet.
+        # The last checkpoint reported before the failure: work up to it is kept. Waited
+        # for, so that its absence fails with this message; why it was absent when this
+        # test ran alone on a fresh 24.11 cluster is not known yet.
         reported = int(wait_for(lambda: re.search(r"mlsched-checkpoint=(\d+)", cluster.job_field(job, "Comment") or ""),
                                 "slurmctld to show the job's last reported checkpoint").group(1))
         os.kill(pid, 9)
