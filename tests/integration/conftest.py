@@ -17,6 +17,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER_DIR = Path(os.environ.get("MLSCHED_CLUSTER_DIR", "/tmp/mlsched-cluster"))
 SLURM_CONF = CLUSTER_DIR / "etc" / "slurm.conf"
+# The mlsched tool of the build under test (scripts/test sets MLSCHED_BUILD_DIR per Slurm release).
+TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
+
+
+def require_tool():
+    if not TOOL.exists():
+        pytest.fail(f"{TOOL} is not built (scripts/build, or set MLSCHED_BUILD_DIR)")
 
 
 class Result:
@@ -201,6 +208,15 @@ def cluster():
     conf = SLURM_CONF.read_text()
     if "JobSubmitPlugins=mlsched" not in conf.replace(" ", ""):
         pytest.fail("the test cluster runs without job_submit/mlsched (scripts/cluster up --plugins mlsched)")
+    if TOOL.exists():
+        # A tool built with another Slurm release cannot talk to this controller: every
+        # request the tests and the jobs' `mlsched ckpt` make would fail far from here.
+        version = subprocess.run([str(TOOL), "--version"], capture_output=True, text=True, timeout=30).stdout
+        m = re.search(r"Slurm (\d+\.\d+)", version)
+        built, running = (m.group(1) if m else repr(version.strip())), "%d.%02d" % c.slurm_release()
+        if built != running:
+            pytest.fail(f"{TOOL} was built with Slurm {built} and the cluster runs {running}: "
+                        "set MLSCHED_BUILD_DIR to the build for the cluster's release (scripts/test does)")
     return c
 
 

@@ -14,18 +14,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, wait_for
+from conftest import REPO, TOOL, require_tool, wait_for
 
 ALICE, BOB = "ml-alice", "ml-bob"   # teams vision, nlp
-TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 EXAMPLE = REPO / "etc" / "pipeline-example"
 ENDED = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"}
 
 
 def tool(cluster, user, *args, cwd=None, env=()):
     """The tool as `user`, from `cwd` (the jobs' working directory, as with sbatch)."""
-    if not TOOL.exists():
-        pytest.fail(f"{TOOL} is not built (scripts/build, or set MLSCHED_BUILD_DIR)")
+    require_tool()
     prefix = ["env"] + (["-C", cwd] if cwd else []) + list(env)
     return cluster.run([*prefix, str(TOOL), *args], user=user)
 

@@ -12,9 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CLUSTER_DIR, REPO, Cluster, MlschedConf, wait_for
+from conftest import CLUSTER_DIR, Cluster, MlschedConf, REPO, TOOL, wait_for
 
-TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 USER, TEAM = "ml-carol", "research"
 H100 = [f"gpu0{i}" for i in range(1, 5)]
 A100 = [f"gpu0{i}" for i in range(5, 9)]

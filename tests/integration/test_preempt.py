@@ -21,12 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_for
+from conftest import REPO, TOOL, require_tool, wait_for
 from test_priority import charging, saved_state, sprio
 from test_select import hostnames
 
-REPO = Path(__file__).resolve().parents[2]
-TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 TRAINER = REPO / "tests" / "fake-trainer"
 ALICE, BOB, CAROL = "ml-alice", "ml-bob", "ml-carol"   # teams vision, nlp, research
 OTHER_NODES = "gpu[01-12]"                              # h100 and half the a100: left alone
@@ -42,8 +40,7 @@ def preempt_cluster(cluster, mlsched_conf):
     conf_text = (cluster.dir / "etc" / "slurm.conf").read_text().replace(" ", "")
     if "PreemptType=preempt/mlsched" not in conf_text:
         pytest.fail("the test cluster runs without preempt/mlsched (build preempt_mlsched.so into --plugin-dir)")
-    if not TOOL.exists():
-        pytest.fail(f"{TOOL} is not built (set MLSCHED_BUILD_DIR)")
+    require_tool()
     mlsched_conf.append(*SETTINGS, plugin="preempt/mlsched", tag="test_preempt")
     files = []
     yield cluster, mlsched_conf.jobs, files

@@ -22,9 +22,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, wait_for
+from conftest import REPO, TOOL, wait_for
 
-TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 
 CAROL, BOB = "ml-carol", "ml-bob"          # teams research and nlp (1 share each)
 ALICE = "ml-alice"                         # team vision (2 shares)

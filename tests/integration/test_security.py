@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, wait_for
+from conftest import REPO, TOOL, require_tool, wait_for
 
 ALICE = "ml-alice"   # the victim, team vision
 BOB = "ml-bob"       # the attacker, team nlp
-TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 TRAINER = REPO / "tests" / "fake-trainer"
 
 
@@ -22,8 +21,7 @@ TRAINER = REPO / "tests" / "fake-trainer"
 def shared_dir(cluster):
     """A shared, sticky work directory (as /scratch or a project area): anyone may
     create entries in it, nobody may rename another's."""
-    if not TOOL.exists():
-        pytest.fail(f"{TOOL} is not built (set MLSCHED_BUILD_DIR)")
+    require_tool()
     d = cluster.dir / "work" / f"shared-{uuid.uuid4().hex[:6]}"
     d.mkdir()
     os.chmod(d, 0o1777)

@@ -9,9 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from conftest import REPO, TOOL
 
-TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 USER, TEAM = "ml-carol", "research"
 DOMAIN = {f"gpu{i:02d}": f"nvl{(i - 1) // 4}" for i in range(1, 17)}
 

@@ -15,16 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, SLURM_CONF, wait_for
+from conftest import REPO, SLURM_CONF, TOOL, require_tool, wait_for
 
 ALICE = "ml-alice"   # team vision
 BOB = "ml-bob"       # team nlp
-TOOL = Path(os.environ.get("MLSCHED_BUILD_DIR", REPO / "build")) / "src" / "tools" / "mlsched" / "mlsched"
 
 
 def mlsched(cluster, *args, user=None):
-    if not TOOL.exists():
-        pytest.fail(f"{TOOL} is not built (scripts/build, or set MLSCHED_BUILD_DIR)")
+    require_tool()
     res = cluster.run([str(TOOL), *args], user=user)
     # libslurm prints plugin load problems on stderr but carries on; a fatal one
     # ends the process without output, which the assertions below then show.

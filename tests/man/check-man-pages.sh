@@ -76,9 +76,10 @@ else
     echo "PASS: an undocumented key is caught" || fail "unexpected message for a missing key: $out"
 fi
 # The version the tool prints (configure's, through mlsched_config.h) is the one
-# each page's header names.
-version=$("$tool" --version)
-case "$version" in "mlsched "[0-9]*) ;; *) fail "mlsched --version printed '$version'";; esac
+# each page's header names; the Slurm release it was built with follows it.
+printed=$("$tool" --version)
+version=${printed%% (built with Slurm *}
+case "$printed" in "mlsched "[0-9]*" (built with Slurm "[0-9]*")") ;; *) fail "mlsched --version printed '$printed'";; esac
 for page in mlsched.1 mlsched.conf.5 mlsched-directives.7; do
   grep -q "^\.TH .*\"$version\"" "$doc/$page" || fail "$page: its .TH line does not name '$version'"
 done

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <exception>
 
+#include <slurm/slurm_version.h>  // SLURM_VERSION_NUMBER: the release the tool was built with
+
 #include "mlsched_config.h"  // PACKAGE_VERSION, from configure
 #include "tools/mlsched/cli.h"
 
@@ -33,7 +35,7 @@ const char* const kHelp =
     "\n"
     "Every command takes --help; why, history, jobs, topo, top and pipeline status\n"
     "also take --json.\n"
-    "mlsched --version prints the version.\n";
+    "mlsched --version prints the version and the Slurm release it was built with.\n";
 
 }  // namespace
 
@@ -110,7 +112,10 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   if (!strcmp(argv[1], "--version")) {
-    printf("mlsched %s\n", PACKAGE_VERSION);
+    // The Slurm release matters: libslurm talks only to controllers of nearby releases,
+    // and a tool built with another release fails on every request (auth plugin version).
+    printf("mlsched %s (built with Slurm %02d.%02d.%d)\n", PACKAGE_VERSION, SLURM_VERSION_MAJOR(SLURM_VERSION_NUMBER),
+           SLURM_VERSION_MINOR(SLURM_VERSION_NUMBER), SLURM_VERSION_MICRO(SLURM_VERSION_NUMBER));
     return 0;
   }
   const std::string command = argv[1];
