@@ -1027,4 +1027,57 @@ std::string format_pools(const std::vector<PoolReport>& pools, time_t now) {
   return out;
 }
 
+std::string format_regions(const std::string& origin, const std::vector<RegionView>& regions, time_t now) {
+  if (regions.empty()) return "";
+  std::string out = "regions holding a copy of the job (each region's controller" +
+                    (origin.empty() ? std::string() : "; submitted to " + origin) + "):\n";
+  const RegionView* running = nullptr;
+  const RegionView* first = nullptr;
+  for (const auto& r : regions) {
+    std::string s = "  " + r.region + (r.here ? " (here)" : "") + ": " + (r.state.empty() ? "unknown" : r.state);
+    if (r.state == "PENDING") {
+      if (!r.reason.empty()) s += " (" + r.reason + ")";
+      if (r.start > 0) {
+        s += "; Slurm's estimate " + local_clock(r.start) + (r.start > now ? " (in " + format_duration(r.start - now) + ")" : "");
+        if (!r.nodes.empty()) s += " on " + r.nodes;
+        if (!first || r.start < first->start) first = &r;
+      }
+      if (!r.select_note.empty()) s += "; select/mlsched there: " + r.select_note;
+    } else if (r.state == "RUNNING" || r.state == "SUSPENDED" || r.state == "COMPLETING") {
+      if (!r.nodes.empty()) s += " on " + r.nodes;
+      if (r.start > 0) s += " since " + local_clock(r.start);
+      running = &r;
+    } else if (r.state == "REVOKED") {
+      s += ": another region started the job";
+    }
+    out += shown(s, 600) + "\n";
+  }
+  if (running)
+    out += "  the job runs in " + escape_controls(running->region) + "; Slurm revokes its copies elsewhere\n";
+  else if (first) {
+    std::vector<std::string> earliest;  // every region at the earliest estimate: a tie is said as one
+    for (const auto& r : regions)
+      if (r.state == "PENDING" && r.start == first->start) earliest.push_back(r.region);
+    out += "  first to start as the estimates stand: " + shown(join(earliest, " and "), 400) + " (" +
+           local_clock(first->start) + "); the first region that can start it runs it, whatever the estimates\n";
+  }
+  return out;
+}
+
+const RegionView* running_elsewhere(const std::vector<RegionView>& regions) {
+  for (const auto& r : regions)
+    if (!r.here && (r.state == "RUNNING" || r.state == "SUSPENDED" || r.state == "COMPLETING")) return &r;
+  return nullptr;
+}
+
+std::string format_runs_elsewhere(const JobFacts& job, const RegionView& where, time_t now) {
+  std::string s = "job " + job_label(job.job_id, job.name) + " (" + job.user + ", account " + job.account + ") " +
+                  (where.state == "RUNNING" ? "runs" : "is " + where.state) + " in region " + where.region;
+  if (!where.nodes.empty()) s += " on " + where.nodes;
+  if (where.start > 0) s += " since " + local_clock(where.start) + (where.start <= now ? " (" + format_duration(now - where.start) + ")" : "");
+  s += "; this region's copy (" + (job.state.empty() ? std::string("unknown") : job.state) +
+       ") is Slurm's record of it: run mlsched why in " + where.region + " for the job itself";
+  return shown(s, 800) + "\n";
+}
+
 }  // namespace mlsched

@@ -280,6 +280,32 @@ std::vector<PoolReport> explain_pools(const JobFacts& job, const Snapshot& whole
 // not, what is in its way there and until when.
 std::string format_pools(const std::vector<PoolReport>& pools, time_t now);
 
+// ==== regions: a federated job is explained in each region that holds a sibling ===
+// A region is a Slurm cluster of a federation (docs/regions.md). The full analysis
+// above is the region the tool runs in (its mlsched.conf and nodes); for every region
+// that holds a copy (sibling) of the job, its own controller's view: what Slurm and
+// select/mlsched there say. The copy that starts first runs; the others are revoked.
+struct RegionView {
+  std::string region;       // the cluster holding this sibling
+  bool here = false;        // the region this tool runs in
+  std::string state;        // Slurm's job state there (PENDING, RUNNING, REVOKED, ...)
+  std::string reason;       // Slurm's reason of a pending sibling
+  time_t start = 0;         // running: its start; pending: backfill's estimate; 0 unknown
+  std::string nodes;        // where it runs, or where backfill plans it
+  std::string select_note;  // select/mlsched's placement reason there (select_reason_of)
+};
+// A Slurm federation has at most 63 clusters; more copies than this are not shown.
+inline constexpr size_t kMaxRegionsShown = 64;
+// The lines `mlsched why` adds for a federated job: one per region, in the given
+// order, then the region it runs in or, while every sibling waits, the one whose
+// estimate is earliest. "" without siblings.
+std::string format_regions(const std::string& origin, const std::vector<RegionView>& regions, time_t now);
+// The other region where a federated job runs, if one does: this region's copy is then
+// only Slurm's record of it (the origin keeps one), and there is no wait here to explain.
+const RegionView* running_elsewhere(const std::vector<RegionView>& regions);
+// `mlsched why`'s first line for such a job.
+std::string format_runs_elsewhere(const JobFacts& job, const RegionView& where, time_t now);
+
 // Recomputes select's placement reason on the snapshot and compares it with the
 // one select recorded; explain() calls it for pending jobs.
 void compare_with_select(const JobFacts& job, const Snapshot& snap, WhyReport& rep);

@@ -615,6 +615,55 @@ START_TEST(each_pool_a_job_accepts_gets_its_own_view) {
 }
 END_TEST
 
+START_TEST(federated_job_shows_each_region) {
+  // Both regions wait: each line has its controller's reason and estimate, and the
+  // earlier estimate is named; the local one is marked.
+  std::vector<RegionView> regions = {
+      {"east", true, "PENDING", "Resources", 1600, "east[01-02]", ""},
+      {"west", false, "PENDING", "Priority", 1300, "west01", "waits for a100 \x1b[31m"},
+  };
+  std::string text = format_regions("east", regions, 1000);
+  ck_assert_contains(text, "regions holding a copy of the job (each region's controller; submitted to east):\n");
+  ck_assert_contains(text, "  east (here): PENDING (Resources); Slurm's estimate ");
+  ck_assert_contains(text, "(in 10 min) on east[01-02]\n");
+  ck_assert_contains(text, "  west: PENDING (Priority); Slurm's estimate ");
+  ck_assert_contains(text, "(in 5 min) on west01; select/mlsched there: waits for a100 \\x1b[31m\n");
+  ck_assert_contains(text, "  first to start as the estimates stand: west (");
+  ck_assert_msg(text.find("the job runs in") == std::string::npos, "%s", text.c_str());
+  // Equal estimates: both named.
+  regions[1].start = 1600;
+  ck_assert_contains(format_regions("east", regions, 1000), "  first to start as the estimates stand: east and west (");
+
+  // One region started it: it is named, the origin's copy is revoked.
+  regions[0] = {"east", true, "REVOKED", "", 0, "", ""};
+  regions[1] = {"west", false, "RUNNING", "", 900, "west01", ""};
+  text = format_regions("east", regions, 1000);
+  ck_assert_contains(text, "  east (here): REVOKED: another region started the job\n");
+  ck_assert_contains(text, "  west: RUNNING on west01 since ");
+  ck_assert_contains(text, "  the job runs in west; Slurm revokes its copies elsewhere\n");
+  ck_assert_msg(text.find("first to start") == std::string::npos, "%s", text.c_str());
+  const RegionView* where = running_elsewhere(regions);
+  ck_assert_ptr_nonnull(where);
+  ck_assert_str_eq(where->region.c_str(), "west");
+  JobFacts job = pending_job(1, 8, {}, Locality::node, LocalityMode::prefer);
+  job.job_id = 67108867;
+  job.name = "train";
+  job.user = "ml-bob";
+  job.account = "nlp";
+  job.state = "PENDING";
+  ck_assert_contains(format_runs_elsewhere(job, *where, 1000),
+                     "job train 67108867 (ml-bob, account nlp) runs in region west on west01 since ");
+  ck_assert_contains(format_runs_elsewhere(job, *where, 1000),
+                     "(2 min); this region's copy (PENDING) is Slurm's record of it: run mlsched why in west");
+  // Running here: not elsewhere.
+  regions[1].here = true;
+  ck_assert_ptr_null(running_elsewhere(regions));
+
+  // Not federated: nothing.
+  ck_assert_str_eq(format_regions("", {}, 1000).c_str(), "");
+}
+END_TEST
+
 Suite* why_suite() {
   Suite* s = suite_create("why");
   TCase* tc = tcase_create("why");
@@ -632,6 +681,7 @@ Suite* why_suite() {
   tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);
   tcase_add_test(tc, why_shows_select_view_beside_its_recomputation);
   tcase_add_test(tc, attained_service_level_is_named_for_waiting_and_running_jobs);
+  tcase_add_test(tc, federated_job_shows_each_region);
   suite_add_tcase(s, tc);
   return s;
 }

@@ -193,7 +193,9 @@ void load_ops(OpsData& d) {
   d.snap.now = time(nullptr);
 
   JobsMsg jobs;
-  if (slurm_load_jobs(0, &jobs.msg, SHOW_ALL | SHOW_DETAIL) != SLURM_SUCCESS)
+  // This region's jobs only: in a federation libslurm would add the other regions'
+  // jobs, whose GPUs are not on these nodes.
+  if (slurm_load_jobs(0, &jobs.msg, SHOW_ALL | SHOW_DETAIL | SHOW_LOCAL) != SLURM_SUCCESS)
     throw ToolError(slurm_error("cannot read the job list from slurmctld"));
   std::vector<JobPreemptions> table_preemptions;
   for (uint32_t i = 0; i < jobs.msg->record_count; ++i) {

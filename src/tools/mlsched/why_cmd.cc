@@ -706,6 +706,58 @@ std::map<uint32_t, time_t> model_etas(const job_info_msg_t* all, const std::vect
   return out;
 }
 
+// Every region's copy of a federated job (SHOW_SIBLING: libslurm asks each region's
+// controller and keeps every copy). A region that does not answer is left out, with a note.
+std::vector<RegionView> region_views(uint32_t job_id, std::vector<std::string>& notes) {
+  std::vector<RegionView> out;
+  JobsMsg m;
+  if (slurm_load_job(&m.msg, job_id, SHOW_DETAIL | SHOW_ALL | SHOW_SIBLING) != SLURM_SUCCESS || !m.msg) {
+    notes.push_back(slurm_error("cannot read the job's copies in the other regions"));
+    return out;
+  }
+  const std::string here = cluster_name_from_slurmctld();
+  for (uint32_t i = 0; i < m.msg->record_count && out.size() < kMaxRegionsShown; ++i) {
+    const slurm_job_info_t& s = m.msg->job_array[i];
+    if (s.job_id != job_id) continue;
+    RegionView v;
+    v.region = str(s.cluster);
+    v.here = v.region == here;
+    v.state = state_name(s);
+    if (v.state == "PENDING" && s.state_reason != WAIT_NO_REASON)
+      v.reason = str(mlsched::tool::release::job_reason_text(static_cast<job_state_reason>(s.state_reason)));
+    v.start = s.start_time;
+    v.nodes = v.state == "PENDING" ? str(s.sched_nodes) : str(s.nodes);
+    v.select_note = select_reason_of(str(s.system_comment));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+// "west (RUNNING)" for a job id this region has no copy of, from the federation's view.
+std::string regions_holding(uint32_t job_id) {
+  std::vector<std::string> notes;
+  std::vector<std::string> where;
+  for (const auto& r : region_views(job_id, notes)) where.push_back(r.region + " (" + r.state + ")");
+  return join(where, ", ");
+}
+
+json_object* regions_json(const std::vector<RegionView>& regions) {
+  if (regions.empty()) return nullptr;
+  json_object* arr = json_object_new_array();
+  for (const auto& r : regions) {
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "region", jstr(r.region));
+    json_object_object_add(o, "here", json_object_new_boolean(r.here));
+    json_object_object_add(o, "state", jstr(r.state));
+    json_object_object_add(o, "reason", r.reason.empty() ? nullptr : jstr(r.reason));
+    json_object_object_add(o, "start_time", r.start > 0 ? json_object_new_int64(r.start) : nullptr);
+    json_object_object_add(o, "nodes", r.nodes.empty() ? nullptr : jstr(r.nodes));
+    json_object_object_add(o, "select_reason", r.select_note.empty() ? nullptr : jstr(r.select_note));
+    json_object_array_add(arr, o);
+  }
+  return arr;
+}
+
 int cmd_why(Args& args) {
   if (args.flag("--help") || args.flag("-h")) {
     fputs(kWhyHelp, stdout);
@@ -720,10 +772,19 @@ int cmd_why(Args& args) {
   if (!id || *id == 0 || *id > 0xfffffff0ULL) throw UsageError("'" + id_text + "' is not a job id");
 
   slurm_init(nullptr);
+  // This region's copy (SHOW_LOCAL): in a federation libslurm would otherwise ask every
+  // region and keep one copy, perhaps another region's, which this region's model
+  // (its nodes, its mlsched.conf) cannot explain. Other regions come in below.
   JobsMsg target;
-  if (slurm_load_job(&target.msg, static_cast<uint32_t>(*id), SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS) {
+  if (slurm_load_job(&target.msg, static_cast<uint32_t>(*id), SHOW_DETAIL | SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS) {
     const int err = errno;
-    if (err == ESLURM_INVALID_JOB_ID) throw ToolError("job " + id_text + " does not exist (or has left Slurm's memory)");
+    if (err == ESLURM_INVALID_JOB_ID) {
+      const std::string elsewhere = regions_holding(static_cast<uint32_t>(*id));
+      if (!elsewhere.empty())
+        throw ToolError("job " + id_text + " has no copy in this region; it is in " + elsewhere +
+                        ": run mlsched why where it is (SLURM_CONF of that region)");
+      throw ToolError("job " + id_text + " does not exist (or has left Slurm's memory)");
+    }
     throw ToolError(slurm_error("cannot read job " + id_text + " from slurmctld"));
   }
   if (!target.msg || target.msg->record_count == 0) throw ToolError("job " + id_text + " does not exist");
@@ -731,16 +792,36 @@ int cmd_why(Args& args) {
 
   const time_t now = time(nullptr);
   const JobFacts job = facts_of(j, now);
+  std::vector<std::string> notes;
+
+  // A federated job: every region's copy, as that region's controller sees it. When
+  // another region runs it, there is no wait here to explain.
+  const std::string origin = str(j.fed_origin_str);
+  const std::vector<RegionView> regions = origin.empty() ? std::vector<RegionView>() : region_views(j.job_id, notes);
+  if (const RegionView* where = running_elsewhere(regions)) {
+    if (json) {
+      json_object* root = json_object_new_object();
+      json_object_object_add(root, "job_id", json_object_new_int64(job.job_id));
+      json_object_object_add(root, "state", jstr(job.state));
+      json_object_object_add(root, "runs_in_region", jstr(where->region));
+      json_object_object_add(root, "origin_region", jstr(origin));
+      json_object_object_add(root, "regions", regions_json(regions));
+      print_json(root);
+    } else {
+      printf("%s\n%s", format_runs_elsewhere(job, *where, now).c_str(), format_regions(origin, regions, now).c_str());
+      for (const auto& n : notes) printf("note: %s\n", n.c_str());
+    }
+    return 0;
+  }
 
   Cluster cluster;
   Snapshot snap;
-  std::vector<std::string> notes;
   load_cluster(cluster, snap.state, notes, nullptr);
   snap.cluster = &cluster;
   snap.now = now;
 
   JobsMsg all;
-  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL) != SLURM_SUCCESS)
+  if (slurm_load_jobs(0, &all.msg, SHOW_DETAIL | SHOW_ALL | SHOW_LOCAL) != SLURM_SUCCESS)
     throw ToolError(slurm_error("cannot read the job list from slurmctld"));
   add_other_jobs(snap, all.msg);
 
@@ -759,10 +840,13 @@ int cmd_why(Args& args) {
     json_object* root = report_json(job, report, notes);
     json_object_object_add(root, "pipeline", pipeline.empty() ? nullptr : jstr(pipeline));
     json_object_object_add(root, "pools", pools_json(per_pool));
+    json_object_object_add(root, "origin_region", origin.empty() ? nullptr : jstr(origin));
+    json_object_object_add(root, "regions", regions_json(regions));
     print_json(root);
   } else {
     fputs(format_why(job, report, now).c_str(), stdout);
     if (!per_pool.empty()) printf("\n%s", format_pools(per_pool, now).c_str());
+    if (!regions.empty()) printf("\n%s", format_regions(origin, regions, now).c_str());
     if (!pipeline.empty()) printf("\n%s\n", pipeline.c_str());
     for (const auto& n : notes) printf("note: %s\n", n.c_str());
   }
