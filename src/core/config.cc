@@ -57,7 +57,8 @@ std::vector<std::string> with_priority_keys(std::vector<std::string> keys) {
 
 // ==== preempt/mlsched keys (top level) ==========================================
 const std::vector<std::string> kPreemptKeys = {"PreemptMinRunTime", "PreemptMaxPerJob", "PreemptForLargeGangGpus",
-                                               "PreemptForLargeGangWait", "PreemptForAttainedService"};
+                                               "PreemptForLargeGangWait", "PreemptForAttainedService",
+                                               "PreemptForNonPreemptible"};
 
 bool is_preempt_key(const std::string& canonical) {
   for (const auto& k : kPreemptKeys)
@@ -207,6 +208,9 @@ class Parser {
           } else {
             error("PreemptForAttainedService=" + w.value + " must be yes or no");
           }
+        } else if (*key == "PreemptForNonPreemptible") {
+          if (auto v = parse_bool(w.value)) config_.preempt_for_non_preemptible = *v;
+          else error("PreemptForNonPreemptible=" + w.value + " must be yes or no");
         }
       }  // ==== end preempt/mlsched
     }

@@ -78,6 +78,14 @@ struct Config {
   // GPUs stay its own, so no team gains at another's expense. Needs AttainedService
   // (the levels, and where they apply). Off by default.
   bool preempt_for_attained_service = false;
+  // Preemptible jobs are best effort: a waiting job that is not preemptible may
+  // checkpoint-preempt a preemptible one, as QOS preemption of a scavenger QOS does
+  // in stock Slurm, but only where that keeps fair share: of its own team (the GPUs
+  // stay the team's), or of another team that, after the swap, still holds at least
+  // as many GPUs of that type beyond its guarantee as the preemptor's team does
+  // (may_preempt). A team within its guarantee is never preempted this way. Off by
+  // default.
+  bool preempt_for_non_preemptible = false;
   // ==== end preempt/mlsched =======================================================
 
   // ==== priority/mlsched: fair share, quotas and priority weights ==============

@@ -28,6 +28,7 @@ const char* verdict_name(PreemptVerdict v) {
     case PreemptVerdict::victim_too_young: return "VictimTooYoung";
     case PreemptVerdict::victim_preempted_too_often: return "VictimPreemptedTooOften";
     case PreemptVerdict::victim_out_of_restarts: return "VictimOutOfRestarts";
+    case PreemptVerdict::victim_team_not_further_beyond: return "VictimTeamNotFurtherBeyondGuarantee";
     case PreemptVerdict::no_useful_gpus: return "NoUsefulGpus";
     case PreemptVerdict::same_job: return "SameJob";
   }
@@ -35,23 +36,33 @@ const char* verdict_name(PreemptVerdict v) {
 }
 
 PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& victim, const Config& config,
-                           int64_t now) {
+                           int64_t now, const BeyondGuaranteeOf& beyond) {
   if (preemptor.job_id == victim.job_id) return PreemptVerdict::same_job;
   if (!victim.preemptible) return PreemptVerdict::victim_not_preemptible;
+  // PreemptForNonPreemptible: a preemptible job is best effort next to one that is not.
+  const bool best_effort_yields = config.preempt_for_non_preemptible && !preemptor.preemptible;
   if (preemptor.team == victim.team) {
     // Inside a team, least attained service first: the GPUs change hands within the
     // team, so its standing against other teams (and whether it borrows) is as it was.
-    if (!config.preempt_for_attained_service) return PreemptVerdict::same_team;
-    const int theirs = running_attained_level(victim, config, now);
-    const int mine = waiting_attained_level(preemptor, config, now);
-    if (theirs < 0 || mine < 0) return PreemptVerdict::same_team;
-    if (theirs <= mine) return PreemptVerdict::victim_not_higher_level;
+    // For the same reason a team's non-preemptible job may displace its best effort.
+    if (!best_effort_yields) {
+      if (!config.preempt_for_attained_service) return PreemptVerdict::same_team;
+      const int theirs = running_attained_level(victim, config, now);
+      const int mine = waiting_attained_level(preemptor, config, now);
+      if (theirs < 0 || mine < 0) return PreemptVerdict::same_team;
+      if (theirs <= mine) return PreemptVerdict::victim_not_higher_level;
+    }
   } else {
     // Reclaiming is for guarantees: a job that would itself run on borrowed GPUs has
     // no claim on anyone's, except a large gang that has waited too long: small
-    // borrowing jobs filling every GPU as it frees up would otherwise starve it.
-    if (preemptor.borrowing && !starving_large_gang(preemptor, config, now))
-      return PreemptVerdict::preemptor_borrowing;
+    // borrowing jobs filling every GPU as it frees up would otherwise starve it, and
+    // (PreemptForNonPreemptible) a non-preemptible job against the best effort of a
+    // team that stays at least as far beyond its guarantee.
+    if (preemptor.borrowing && !starving_large_gang(preemptor, config, now)) {
+      if (!best_effort_yields) return PreemptVerdict::preemptor_borrowing;
+      if (victim.borrowing && !swap_keeps_fair_share(preemptor, victim, beyond))
+        return PreemptVerdict::victim_team_not_further_beyond;
+    }
     if (!victim.borrowing) return PreemptVerdict::victim_within_quota;
   }
   if (now - victim.start_time < static_cast<int64_t>(config.preempt_min_run_time))
@@ -65,6 +76,15 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
     return PreemptVerdict::no_useful_gpus;
   if (victim.gpus() == 0) return PreemptVerdict::no_useful_gpus;
   return PreemptVerdict::allowed;
+}
+
+bool swap_keeps_fair_share(const Preemptor& preemptor, const PreemptCandidate& victim, const BeyondGuaranteeOf& beyond) {
+  if (!beyond) return false;
+  // Counted on the victim's type, where the GPUs change hands: the preemptor's whole
+  // gang is added to its team, the victim's GPUs taken from its team.
+  const int64_t theirs_after = beyond(victim.team, victim.gpu_type) - static_cast<int64_t>(victim.gpus());
+  const int64_t mine_after = beyond(preemptor.team, victim.gpu_type) + static_cast<int64_t>(preemptor.gpus);
+  return mine_after <= theirs_after;
 }
 
 int running_attained_level(const PreemptCandidate& victim, const Config& config, int64_t now) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -53,7 +54,13 @@ struct Preemptor {
   std::string partition;       // for AttainedService=partition:<name>
   double attained_gpu_seconds = 0;  // of its earlier runs (a requeued job); 0 for a fresh one
   int64_t queued_since = 0;    // when it last became pending (for promotion); 0 = unknown, no promotion
+  bool preemptible = true;     // its directive (or its type's default); a job without directives: no
 };
+
+// GPUs of a type ("" = all types) a team holds beyond its guarantee now; negative
+// when it is inside it. The plugin builds it from its snapshot (GPUs in use) and
+// Quotas::guaranteed.
+using BeyondGuaranteeOf = std::function<int64_t(const std::string& team, const std::string& gpu_type)>;
 
 // ==== attained-service preemption (PreemptForAttainedService) ====================
 // A running job's level counts this run's GPU-seconds too; a waiting job's is the
@@ -80,6 +87,8 @@ enum class PreemptVerdict {
   victim_too_young,         // ran less than PreemptMinRunTime since it (re)started
   victim_preempted_too_often,  // preempt/mlsched preempted it PreemptMaxPerJob times already
   victim_out_of_restarts,   // it was requeued (for any reason) as often as its max-restarts allows
+  victim_team_not_further_beyond,  // PreemptForNonPreemptible: after the swap the victim's team
+                                   // would hold fewer GPUs beyond its guarantee than the preemptor's
   no_useful_gpus,           // holds no GPUs of the type the preemptor needs
   same_job,
 };
@@ -95,8 +104,16 @@ const char* verdict_name(PreemptVerdict v);
 // requeues do not count), nor one whose requeues of any kind reached its own
 // max-restarts (the directive caps the job's restarts in all); only jobs holding
 // GPUs the preemptor can use.
+// PreemptForNonPreemptible widens two rules for a preemptor that is not itself
+// preemptible: within its team it may take any preemptible job's GPUs; across
+// teams, when it would borrow, it may still take a borrowing victim's GPUs if
+// after the swap the victim's team holds at least as many GPUs of the victim's type
+// beyond its guarantee as the preemptor's team then does (`beyond`; without it, no).
 PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& victim, const Config& config,
-                           int64_t now);
+                           int64_t now, const BeyondGuaranteeOf& beyond = {});
+
+// The fair-share test of PreemptForNonPreemptible alone (see may_preempt).
+bool swap_keeps_fair_share(const Preemptor& preemptor, const PreemptCandidate& victim, const BeyondGuaranteeOf& beyond);
 
 // Marks which running jobs are borrowing, by borrowing_in_start_order()
 // (priority.h, the one definition). `guaranteed(team, gpu_type)` gives the

@@ -398,6 +398,10 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
     t.holds = static_cast<uint32_t>(gpus_of_type(t.view.in_use, t.gpu_type));
     t.guaranteed = static_cast<uint32_t>(gpus_of_type(t.view.guaranteed, t.gpu_type));
   }
+  if (snap.config.preempt_for_non_preemptible) {
+    const bool preemptible = job.directives && job.directives->preemptible;
+    t.best_effort_rule = running ? preemptible : !preemptible;
+  }
   if (running) {
     if (job.borrowing_mark && (*job.borrowing_mark == "yes" || *job.borrowing_mark == "no")) {
       t.job_borrows = *job.borrowing_mark == "yes";
@@ -414,7 +418,11 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
           {wr::kTeamBeyondQuota,
            "team " + t.team + " holds " + std::to_string(t.holds) + " " + type + " of the " +
                std::to_string(t.guaranteed) + " it is guaranteed; this job's " + std::to_string(need) +
-               " would be borrowed: no quota priority, and preemptible by a team within its quota"});
+               " would be borrowed: no quota priority, and preemptible by a team within its quota" +
+               (t.best_effort_rule ? std::string("; as it is not preemptible it may still preempt a preemptible job "
+                                                 "whose team stays at least as far beyond its guarantee "
+                                                 "(PreemptForNonPreemptible)")
+                                   : std::string())});
     } else if (!t.job_borrows && job.state == "PENDING") {
       t.kept_by = guarantee_kept_for(job, snap, t.gpu_type, need);
       if (t.kept_by) {
@@ -879,6 +887,11 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
     if (!t.borrowing_from.empty())
       line("  borrowing:  " + std::string(t.job_borrows ? "yes" : "no") + " (" + t.borrowing_from + ")" +
            (t.job_borrows ? ": a team within its quota may reclaim its GPUs" : ""));
+    if (t.best_effort_rule)
+      line("  best effort: non-preemptible jobs of team " + t.team + " may preempt it" +
+           (t.job_borrows ? std::string(", and those of a team that stays no further beyond its guarantee")
+                          : std::string()) +
+           " (PreemptForNonPreemptible)");
     if (job.last_checkpoint)
       line("  checkpoint: " + (job.last_checkpoint_path.empty() ? std::string() : job.last_checkpoint_path + " ") +
            "marked complete at " + clock(job.last_checkpoint) + " (" + format_duration(now - job.last_checkpoint) +

@@ -219,6 +219,9 @@ struct TeamReport {
   bool job_borrows = false;     // pending: starting it would exceed the guarantee; running: its mark
   uint32_t kept_by = 0;         // pending: the team's earlier pending job its guarantee is kept for
   std::string borrowing_from;   // running: "priority/mlsched's mark" or "estimate"
+  // PreemptForNonPreemptible: running, preemptible: non-preemptible jobs may preempt
+  // it; pending, not preemptible: it may preempt best effort (may_preempt says where).
+  bool best_effort_rule = false;
   TeamView view;
 };
 

@@ -355,6 +355,62 @@ def test_fresh_job_preempts_its_teams_job_once_that_attained_more_service(preemp
           f"(level boundary at +30 s) by {fresh}, checkpointed at step {step}")
 
 
+def test_non_preemptible_job_displaces_best_effort_only_while_fair_share_holds(preempt_cluster, mlsched_conf):
+    """PreemptForNonPreemptible (the ML cluster profile): preemptible jobs are best
+    effort, as a scavenger QOS is under stock preempt/qos, but only where fair share
+    holds. nlp (guaranteed no a100) runs two preemptible trainers, 16 GPUs beyond its
+    guarantee; research (also guaranteed none) runs one non-preemptible job, 8 beyond.
+    A second non-preemptible research job on nlp's node would leave research 16 beyond
+    and nlp 8: it waits, and nlp's job keeps running. Once research's first job ends,
+    the swap leaves both teams 8 beyond: nlp's job gets its checkpoint signal and the
+    research job starts."""
+    cluster, jobs, files = preempt_cluster
+    mlsched_conf.append(*SETTINGS, "PreemptForNonPreemptible=yes", "PriorityCalcPeriod=1",
+                        plugin="preempt/mlsched", tag="best-effort preemption")
+    best_effort, best_effort_out = trainer(cluster, jobs, files, BOB, "nlp", "best-effort", 600,
+                                           checkpoint_every=5, extra=("-w", "gpu16"))
+    other, _ = trainer(cluster, jobs, files, BOB, "nlp", "best-effort-2", 600, extra=("-w", "gpu15"))
+    first, _ = trainer(cluster, jobs, files, CAROL, "research", "normal-1", 600, preemptible="no",
+                       extra=("-w", "gpu14"))
+    for job in (best_effort, other, first):
+        cluster.wait_state(job, {"RUNNING"})
+    # priority/mlsched marks nlp's jobs as borrowing (preempt/mlsched's source of truth):
+    # without the mark they would be safe for another reason.
+    wait_for(lambda: "borrowing=yes" in (cluster.job_field(best_effort, "AdminComment") or ""),
+             "priority/mlsched to mark nlp's job as borrowing", timeout=30)
+    text, data = why(cluster, best_effort, user=BOB)
+    assert ("best effort: non-preemptible jobs of team nlp may preempt it, and those of a team that stays "
+            "no further beyond its guarantee (PreemptForNonPreemptible)") in text, text
+    assert data["team"]["best_effort_rule"] is True, data["team"]
+    second, _ = trainer(cluster, jobs, files, CAROL, "research", "normal-2", 600, preemptible="no",
+                        extra=("-w", "gpu16"))
+    # research 8 + 8 = 16 beyond its guarantee against nlp's 16 - 8 = 8: refused, however
+    # often the schedulers look at it (backfill every 2 s).
+    first_eval = wait_for(lambda: cluster.job_field(second, "LastSchedEval") not in (None, "Unknown")
+                          and cluster.job_field(second, "LastSchedEval"), "the second research job to be scheduled")
+    wait_for(lambda: cluster.job_field(second, "LastSchedEval") != first_eval,
+             "the second research job to be scheduled again")
+    time.sleep(6)
+    assert cluster.job_field(second, "JobState") == "PENDING", cluster.show_job(second)
+    assert cluster.job_field(best_effort, "JobState") == "RUNNING" and restarts(cluster, best_effort) == 0
+    assert "preempted=" not in (cluster.job_field(best_effort, "AdminComment") or "")
+    assert "checkpoint at step" not in output(best_effort_out)
+    text, _ = why(cluster, second, user=CAROL)
+    assert ("as it is not preemptible it may still preempt a preemptible job whose team stays at least as far "
+            "beyond its guarantee (PreemptForNonPreemptible)") in text, text
+    # research's first job ends: 0 + 8 against 16 - 8, fair. nlp's job on gpu16 gives way.
+    cluster.cancel(first)
+    m = wait_for(lambda: re.search(r"checkpoint at step (\d+) \(signal at", output(best_effort_out)),
+                 "nlp's best-effort job to checkpoint on its signal", timeout=90)
+    cluster.wait_state(second, {"RUNNING"}, timeout=90)
+    admin = cluster.job_field(best_effort, "AdminComment")
+    assert "preempted=1 " in admin and f"preempted-by={second} " in admin, admin
+    # The other nlp job (gpu15) was not needed and keeps running.
+    assert cluster.job_field(other, "JobState") == "RUNNING" and restarts(cluster, other) == 0
+    print(f"\nbest-effort preemption: research job {second} waited while research held gpu14, then preempted "
+          f"nlp's {best_effort} (checkpoint at step {m.group(1)})")
+
+
 def test_known_nodes_are_never_reported_unknown_in_nvlink_domains(cluster):
     # The plugins build their cluster model before slurmctld has read its nodes;
     # that empty table must not make every NvlinkDomain node look unknown.

@@ -417,6 +417,87 @@ START_TEST(attained_service_preempts_within_a_team_by_level) {
 }
 END_TEST
 
+// PreemptForNonPreemptible: a non-preemptible job takes a preemptible (best-effort)
+// job's GPUs as stock Slurm's QOS preemption of a scavenger QOS would, but never
+// from a team within its guarantee, and across teams only while the victim's team
+// stays at least as far beyond its guarantee as the preemptor's after the swap.
+START_TEST(non_preemptible_job_displaces_best_effort_only_where_fair_share_holds) {
+  Config config = base_config();
+  config.preempt_for_non_preemptible = true;
+  // GPUs beyond the guarantee, by team, on a100: vision 2, nlp 6.
+  std::map<std::string, int64_t> beyond_now = {{"vision", 2}, {"nlp", 6}};
+  const BeyondGuaranteeOf beyond = [&](const std::string& team, const std::string& type) -> int64_t {
+    ck_assert_str_eq(type.c_str(), "a100");  // counted on the victim's type
+    auto it = beyond_now.find(team);
+    return it == beyond_now.end() ? 0 : it->second;
+  };
+  auto verdict = [&](const Preemptor& p, const PreemptCandidate& v) {
+    return std::string(verdict_name(may_preempt(p, v, config, kNow, beyond)));
+  };
+  auto normal = preemptor(1);
+  normal.preemptible = false;
+  normal.borrowing = true;  // vision is beyond its guarantee already
+  // After the swap vision holds 3 beyond, nlp 5: allowed.
+  ck_assert(swap_keeps_fair_share(normal, victim(1, {{"n1", 1}}), beyond));
+  ck_assert_string_eq(verdict(normal, victim(1, {{"n1", 1}})), "Allowed");
+  // Equal afterwards (vision 2+2 = 4, nlp 6-2 = 4) still holds...
+  normal.gpus = 2;
+  ck_assert_string_eq(verdict(normal, victim(1, {{"n1", 2}})), "Allowed");
+  // ...one more GPU would leave vision further beyond than nlp: refused.
+  normal.gpus = 3;
+  ck_assert_string_eq(verdict(normal, victim(1, {{"n1", 3}})), "VictimTeamNotFurtherBeyondGuarantee");
+  normal.gpus = 1;
+  // A team within its guarantee is never preempted this way.
+  auto inside = victim(1, {{"n1", 1}});
+  inside.borrowing = false;
+  ck_assert_string_eq(verdict(normal, inside), "VictimWithinQuota");
+  // A preemptible preemptor gains nothing from the lever.
+  auto best_effort = normal;
+  best_effort.preemptible = true;
+  ck_assert_string_eq(verdict(best_effort, victim(1, {{"n1", 1}})), "PreemptorBorrowing");
+  // Nor does any preemptor when the lever is off, or without team standings.
+  config.preempt_for_non_preemptible = false;
+  ck_assert_string_eq(verdict(normal, victim(1, {{"n1", 1}})), "PreemptorBorrowing");
+  config.preempt_for_non_preemptible = true;
+  ck_assert_string_eq(std::string(verdict_name(may_preempt(normal, victim(1, {{"n1", 1}}), config, kNow))),
+                      "VictimTeamNotFurtherBeyondGuarantee");
+  // Within a team the GPUs stay the team's: allowed whatever the standings, and a
+  // non-preemptible victim is still refused.
+  auto teammate = victim(1, {{"n1", 1}});
+  teammate.team = "vision";
+  teammate.borrowing = false;
+  ck_assert_string_eq(verdict(normal, teammate), "Allowed");
+  teammate.preemptible = false;
+  ck_assert_string_eq(verdict(normal, teammate), "VictimNotPreemptible");
+  // The rules every preemption keeps still hold.
+  auto young = victim(1, {{"n1", 1}});
+  young.start_time = kNow - 299;
+  ck_assert_string_eq(verdict(normal, young), "VictimTooYoung");
+  auto often = victim(1, {{"n1", 1}});
+  often.times_preempted = 5;
+  ck_assert_string_eq(verdict(normal, often), "VictimPreemptedTooOften");
+  auto wants_h100 = normal;
+  wants_h100.gpu_type = "h100";
+  ck_assert_string_eq(verdict(wants_h100, victim(1, {{"n1", 1}})), "NoUsefulGpus");
+  // A preemptor within its guarantee reclaims as before, standings or not.
+  normal.borrowing = false;
+  beyond_now["nlp"] = -4;
+  auto odd = victim(1, {{"n1", 1}});  // marked borrowing by start order
+  ck_assert_string_eq(verdict(normal, odd), "Allowed");
+}
+END_TEST
+
+START_TEST(non_preemptible_preemption_key_is_typed) {
+  Config defaults;
+  ck_assert(!defaults.preempt_for_non_preemptible);
+  auto r = parse_config("PreemptForNonPreemptible=yes\n", "mlsched.conf");
+  ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
+  ck_assert(r.config->preempt_for_non_preemptible);
+  ck_assert_contains(refused("PreemptForNonPreemptible=sometimes\n"),
+                     "mlsched.conf:1: PreemptForNonPreemptible=sometimes must be yes or no");
+}
+END_TEST
+
 START_TEST(attained_service_preemption_key_needs_its_levels) {
   Config defaults;
   ck_assert(!defaults.preempt_for_attained_service);
@@ -517,6 +598,8 @@ Suite* preempt_suite() {
   tcase_add_test(rules, large_gang_config_keys_are_typed);
   tcase_add_test(rules, attained_service_preempts_within_a_team_by_level);
   tcase_add_test(rules, attained_service_preemption_key_needs_its_levels);
+  tcase_add_test(rules, non_preemptible_job_displaces_best_effort_only_where_fair_share_holds);
+  tcase_add_test(rules, non_preemptible_preemption_key_is_typed);
   tcase_add_test(rules, borrowing_mark_is_the_source_of_truth_under_priority_mlsched);
   tcase_add_test(rules, preemption_history_is_kept_beside_the_directives);
   tcase_add_test(rules, preemption_time_reads_the_same_in_any_time_zone);

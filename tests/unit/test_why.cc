@@ -310,6 +310,25 @@ START_TEST(quota_and_fair_share_behind_another_team) {
     if (r.findings[i].reason == wait_reason::kTeamBeyondQuota) quota = i + 1;
   }
   ck_assert(prio && prio < fs && fs < quota);
+  // PreemptForNonPreemptible: a borrowing job that is not preemptible may still
+  // preempt best effort, and why says so; a preemptible one may not.
+  ck_assert(q->message.find("PreemptForNonPreemptible") == std::string::npos);
+  snap.config.preempt_for_non_preemptible = true;
+  job.admin_comment = "mlsched: type=training preemptible=no";
+  job.directives = parse_stored_directives(job.admin_comment);
+  r = explain(job, snap);
+  ck_assert(r.team.best_effort_rule);
+  ck_assert_contains(find(r, wait_reason::kTeamBeyondQuota)->message,
+                     "; as it is not preemptible it may still preempt a preemptible job whose team stays at least as "
+                     "far beyond its guarantee (PreemptForNonPreemptible)");
+  job.admin_comment = "mlsched: type=training preemptible=yes";
+  job.directives = parse_stored_directives(job.admin_comment);
+  r = explain(job, snap);
+  ck_assert(!r.team.best_effort_rule);
+  ck_assert(find(r, wait_reason::kTeamBeyondQuota)->message.find("PreemptForNonPreemptible") == std::string::npos);
+  snap.config.preempt_for_non_preemptible = false;
+  job.directives.reset();
+  job.admin_comment.clear();
   // Within its guarantee, or ahead of a team that stands worse: neither finding.
   job.account = "vision";
   snap.pending[0].account = "nlp";
@@ -443,6 +462,23 @@ START_TEST(running_job_shows_locality_history_checkpoint_and_borrowing) {
   r = explain(job, snap);
   ck_assert(r.team.job_borrows);
   ck_assert_contains(r.team.borrowing_from, "estimate");
+  // PreemptForNonPreemptible: a preemptible running job is best effort, and why
+  // says who may take its GPUs; a non-preemptible one, or the lever off: no line.
+  ck_assert(format_why(job, r, 10000).find("best effort:") == std::string::npos);
+  snap.config.preempt_for_non_preemptible = true;
+  job.admin_comment = "mlsched: type=training preemptible=yes borrowing=yes";
+  job.directives = parse_stored_directives(job.admin_comment);
+  job.borrowing_mark = stored_token(job.admin_comment, "borrowing");
+  ck_assert_contains(format_why(job, explain(job, snap), 10000),
+                     "  best effort: non-preemptible jobs of team nlp may preempt it, and those of a team that stays "
+                     "no further beyond its guarantee (PreemptForNonPreemptible)\n");
+  job.admin_comment = "mlsched: type=training preemptible=yes borrowing=no";
+  job.borrowing_mark = stored_token(job.admin_comment, "borrowing");
+  ck_assert_contains(format_why(job, explain(job, snap), 10000),
+                     "  best effort: non-preemptible jobs of team nlp may preempt it (PreemptForNonPreemptible)\n");
+  job.admin_comment = "mlsched: type=training preemptible=no borrowing=yes";
+  job.directives = parse_stored_directives(job.admin_comment);
+  ck_assert(format_why(job, explain(job, snap), 10000).find("best effort:") == std::string::npos);
 }
 END_TEST
 

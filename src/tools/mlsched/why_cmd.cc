@@ -506,6 +506,7 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_object_add(o, "job_borrows", json_object_new_boolean(t.job_borrows));
     if (t.kept_by) json_object_object_add(o, "guarantee_kept_for", json_object_new_int64(t.kept_by));
     json_object_object_add(o, "borrowing_from", t.borrowing_from.empty() ? nullptr : jstr(t.borrowing_from));
+    json_object_object_add(o, "best_effort_rule", json_object_new_boolean(t.best_effort_rule));
     json_object_object_add(root, "team", o);
   } else {
     json_object_object_add(root, "team", nullptr);

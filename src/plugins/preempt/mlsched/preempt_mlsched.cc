@@ -104,6 +104,7 @@ struct Scan {
   std::set<uint32_t> asked;                        // candidates seen in this scan
   std::vector<mlsched::PreemptCandidate> allowed;  // accepted, in the order Slurm asked
   std::map<uint32_t, uint32_t> rank;
+  mlsched::BeyondGuaranteeOf beyond;  // teams' standings in the snapshot (PreemptForNonPreemptible)
 };
 thread_local std::unique_ptr<Scan> t_scan;
 
@@ -268,7 +269,8 @@ void refresh_loop(mlsched::plugin::PeriodicWorker& worker) {
 
 // Builds a scan for `preemptor_ptr` on the latest snapshot. Caller (slurmctld)
 // holds the job lock; job_list must not be walked (see the file comment).
-std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, const mlsched::Config& config) {
+std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, std::shared_ptr<const mlsched::Config> cfg) {
+  const mlsched::Config& config = *cfg;
   auto scan = std::make_unique<Scan>();
   scan->preemptor_id = preemptor_ptr->job_id;
   scan->started = time(nullptr);
@@ -309,6 +311,8 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, const mlsche
   p.attained_gpu_seconds = record->marks.attained_gpu_seconds;
   if (preemptor_ptr->details) p.queued_since = preemptor_ptr->details->submit_time;
   if (preemptor_ptr->part_ptr) p.partition = str(preemptor_ptr->part_ptr->name);
+  // A job submitted without directives never offered to give way (candidate_of).
+  p.preemptible = record->directives && record->directives->preemptible;
   if (const auto& d = record->directives) {
     // Only a strict locality binds the select plugin; a preferred one may widen.
     if (d->locality_mode == mlsched::LocalityMode::strict) p.locality = d->locality;
@@ -329,6 +333,16 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, const mlsche
   }
   // Before the first snapshot nobody is known to be within quota: no preemption.
   p.borrowing = !have_snapshot || quotas.borrowing(p.team, p.gpu_type, p.gpus, snap.in_use);
+  if (have_snapshot && config.preempt_for_non_preemptible) {
+    // Holds the snapshot and the config it was read with: the scan may outlive a reload.
+    scan->beyond = [snapshot = scan->snapshot, cfg](
+                       const std::string& team, const std::string& type) -> int64_t {
+      const mlsched::Quotas q(*cfg, snapshot->standing, snapshot->cluster_gpus);
+      auto t = snapshot->in_use.find(team);
+      const uint64_t held = t == snapshot->in_use.end() ? 0 : mlsched::gpus_of_type(t->second, type);
+      return static_cast<int64_t>(held) - static_cast<int64_t>(q.guaranteed(team, type));
+    };
+  }
   return scan;
 }
 
@@ -441,7 +455,7 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
     // a scan already ranked, or one left over from long ago.
     if (!t_scan || t_scan->preemptor_id != preemptor->job_id || t_scan->ranked ||
         t_scan->asked.count(preemptee->job_id) || now - t_scan->started > 10)
-      t_scan = start_scan(preemptor, *cfg);
+      t_scan = start_scan(preemptor, cfg);
     Scan& scan = *t_scan;
     scan.asked.insert(preemptee->job_id);
     if (!IS_JOB_RUNNING(preemptee) || !scan.have_snapshot) return false;
@@ -463,7 +477,7 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
         mlsched::starving_large_gang(scan.preemptor, *cfg, now))
       debug("%s: JobId=%u (%u GPUs) has waited %ld s: as a large gang it may reclaim borrowed GPUs", kLog,
             preemptor->job_id, scan.preemptor.gpus, static_cast<long>(now - scan.preemptor.eligible_since));
-    const auto verdict = mlsched::may_preempt(scan.preemptor, victim, *cfg, now);
+    const auto verdict = mlsched::may_preempt(scan.preemptor, victim, *cfg, now, scan.beyond);
     if (verdict != mlsched::PreemptVerdict::allowed) {
       debug2("%s: JobId=%u may not preempt JobId=%u: %s (borrowing: %s)", kLog, preemptor->job_id,
              preemptee->job_id, mlsched::verdict_name(verdict), mlsched::borrowing_source_name(borrowing.source));
