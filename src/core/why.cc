@@ -1056,7 +1056,7 @@ std::string format_regions(const std::string& origin, const std::vector<RegionVi
         if (!first || r.start < first->start) first = &r;
       }
       if (!r.select_note.empty()) s += "; select/mlsched there: " + r.select_note;
-    } else if (r.state == "RUNNING" || r.state == "SUSPENDED" || r.state == "COMPLETING") {
+    } else if (r.holds_job()) {
       if (!r.nodes.empty()) s += " on " + r.nodes;
       if (r.start > 0) s += " since " + local_clock(r.start);
       running = &r;
@@ -1079,7 +1079,7 @@ std::string format_regions(const std::string& origin, const std::vector<RegionVi
 
 const RegionView* running_elsewhere(const std::vector<RegionView>& regions) {
   for (const auto& r : regions)
-    if (!r.here && (r.state == "RUNNING" || r.state == "SUSPENDED" || r.state == "COMPLETING")) return &r;
+    if (!r.here && r.holds_job()) return &r;
   return nullptr;
 }
 

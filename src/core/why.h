@@ -296,6 +296,8 @@ struct RegionView {
   time_t start = 0;         // running: its start; pending: backfill's estimate; 0 unknown
   std::string nodes;        // where it runs, or where backfill plans it
   std::string select_note;  // select/mlsched's placement reason there (select_reason_of)
+  // The region holds the job's GPUs: RUNNING, SUSPENDED or COMPLETING there.
+  bool holds_job() const { return state == "RUNNING" || state == "SUSPENDED" || state == "COMPLETING"; }
 };
 // A Slurm federation has at most 63 clusters; more copies than this are not shown.
 inline constexpr size_t kMaxRegionsShown = 64;

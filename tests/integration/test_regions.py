@@ -19,11 +19,17 @@ CAROL = "ml-carol"   # team research
 FEDERATION = "ml"
 
 
-def start_region(name, directory, port_base, join=None):
+def region_up(name, directory, port_base, shape=None):
+    """`scripts/cluster up` for a region, with the main test cluster's plugins and Slurm."""
     settings = json.loads((CLUSTER_DIR / "etc" / "cluster.json").read_text())
-    cmd = [str(REPO / "scripts" / "cluster"), "up", "--plugins", "mlsched", "--plugin-dir", settings["plugin_dir"],
-           "--slurm", settings["slurm_prefix"], "--shape", str(REPO / "etc" / "cluster" / f"region-{name}.shape"),
-           "--dir", directory, "--port-base", str(port_base), "--cluster-name", name, "--federation", FEDERATION]
+    return [str(REPO / "scripts" / "cluster"), "up", "--plugins", "mlsched", "--plugin-dir", settings["plugin_dir"],
+            "--slurm", settings["slurm_prefix"],
+            "--shape", str(REPO / "etc" / "cluster" / f"region-{shape or name}.shape"),
+            "--dir", directory, "--port-base", str(port_base), "--cluster-name", name, "--federation", FEDERATION]
+
+
+def start_region(name, directory, port_base, join=None):
+    cmd = region_up(name, directory, port_base)
     if join:
         cmd += ["--join", join]
     res = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
@@ -96,6 +102,14 @@ def test_the_two_regions_are_one_federation(regions):
     # Each region has only its own nodes and GPU type.
     assert "h100" in east.run(["sinfo", "-h", "-o", "%G"]).out
     assert "a100" in west.run(["sinfo", "-h", "-o", "%G"]).out
+    # A region keeps its name: slurmctld would refuse its own state under another.
+    port_base = json.loads((west.dir / "etc" / "cluster.json").read_text())["port_base"]
+    res = subprocess.run(region_up("north", str(west.dir), port_base, shape="west"),
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode != 0, res
+    assert (f"the cluster in {west.dir} is named west, not north: `scripts/cluster down --purge --dir {west.dir}` "
+            "first") in res.stderr, res.stderr
+    assert federation_members(west) == {"east": "ACTIVE", "west": "ACTIVE"}
 
 
 def test_a_job_submitted_to_a_full_region_runs_in_the_other(regions, clean):
