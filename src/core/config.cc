@@ -3,9 +3,9 @@
 // names the line, so a typo never silently changes policy.
 #include "core/config.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
-#include <algorithm>
 #include <fstream>
 #include <map>
 #include <set>
@@ -312,7 +312,7 @@ class Parser {
     return v;
   }
 
-  // TeamQuota=vision:h100=64,a100=32
+  // TeamQuota=vision:h100=64,a100=32 (a type may name a pool: a100@train=8)
   void team_quota(const Word& w) {
     const size_t colon = w.value.find(':');
     const std::string team = colon == std::string::npos ? "" : w.value.substr(0, colon);
@@ -333,11 +333,25 @@ class Parser {
         error("TeamQuota=" + w.value + ": '" + item + "' is not <gpu_type>=<gpus> (e.g. h100=64)");
         return;
       }
+      const size_t at = type.find('@');
+      if (at != std::string::npos) {
+        const std::string gpu_type = type.substr(0, at), pool = type.substr(at + 1);
+        const bool pool_ok = !pool.empty() && pool.size() <= 64 &&
+                             std::all_of(pool.begin(), pool.end(), [](unsigned char c) {
+                               return std::isalnum(c) || c == '_' || c == '-' || c == '.';
+                             });
+        if (gpu_type.empty() || !pool_ok) {
+          error("TeamQuota=" + w.value + ": '" + item + "' is not <gpu_type>@<partition>=<gpus> (e.g. a100@train=8)");
+          return;
+        }
+      }
       if (!quota.emplace(type, static_cast<uint32_t>(*gpus)).second) {
         error("TeamQuota=" + w.value + ": GPU type " + type + " given twice");
         return;
       }
     }
+    for (const auto& [type, gpus] : quota)
+      if (type.find('@') != std::string::npos) config_.pool_quota_kinds.insert(type);
     config_.team_quotas[team] = quota;
   }
 

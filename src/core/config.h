@@ -6,6 +6,7 @@
 #include <csignal>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,7 +95,11 @@ struct Config {
   std::map<std::string, double> gpu_weights;
   // Guaranteed GPUs per team and GPU type (team -> lowercase gpu_type -> GPUs). A
   // team or type without an entry is guaranteed its fair share of that type.
+  // A type may be given per pool (partition): `a100@train`. The GPUs of that type in
+  // that partition are then a quota kind of their own (quota_kind(), priority.h) for
+  // every team, and the type's other GPUs form the rest.
   std::map<std::string, std::map<std::string, uint32_t>> team_quotas;
+  std::set<std::string> pool_quota_kinds;  // every "<type>@<pool>" named in a TeamQuota
   // Unset: slurm.conf's PriorityDecayHalfLife and PriorityCalcPeriod.
   std::optional<uint32_t> priority_decay_half_life;
   std::optional<uint32_t> priority_calc_period;

@@ -82,8 +82,8 @@ bool swap_keeps_fair_share(const Preemptor& preemptor, const PreemptCandidate& v
   if (!beyond) return false;
   // Counted on the victim's type, where the GPUs change hands: the preemptor's whole
   // gang is added to its team, the victim's GPUs taken from its team.
-  const int64_t theirs_after = beyond(victim.team, victim.gpu_type) - static_cast<int64_t>(victim.gpus());
-  const int64_t mine_after = beyond(preemptor.team, victim.gpu_type) + static_cast<int64_t>(preemptor.gpus);
+  const int64_t theirs_after = beyond(victim.team, victim.kind()) - static_cast<int64_t>(victim.gpus());
+  const int64_t mine_after = beyond(preemptor.team, victim.kind()) + static_cast<int64_t>(preemptor.gpus);
   return mine_after <= theirs_after;
 }
 
@@ -111,7 +111,7 @@ void mark_borrowing(std::vector<PreemptCandidate>& running, const GuaranteeOf& g
   for (const auto& j : running) {
     GpuHolding h{j.job_id, j.team, j.start_time, {}};
     if (j.gpu_type.empty()) h.gpus.untyped = j.gpus();
-    else h.gpus.by_type[j.gpu_type] = j.gpus();
+    else h.gpus.by_type[j.kind()] = j.gpus();
     held.push_back(std::move(h));
   }
   const std::vector<bool> borrowing = borrowing_in_start_order(held, guaranteed);

@@ -38,8 +38,12 @@ struct PreemptCandidate {
                                                // (checkpoint_report(); unchecked, see lost_work)
   std::string partition;                       // for AttainedService=partition:<name>
   double attained_gpu_seconds = 0;             // of its earlier runs (its attained-gpu-seconds mark)
+  std::string quota_kind;                      // its GPUs' kind for quotas (quota_kind(), priority.h);
+                                               // "" = gpu_type
 
   uint32_t gpus() const;
+  // The kind its GPUs count against in its team's guarantee.
+  const std::string& kind() const { return quota_kind.empty() ? gpu_type : quota_kind; }
 };
 
 // The pending job that wants GPUs.

@@ -45,6 +45,59 @@ bool Quotas::borrowing(const std::string& team, const std::string& gpu_type, uin
   return would_borrow(held, gpus, guaranteed(team, gpu_type));
 }
 
+std::string quota_kind(const Config& config, const std::string& gpu_type, const std::string& pool) {
+  const std::string type = lowercase(gpu_type);
+  if (type.empty() || pool.empty() || config.pool_quota_kinds.empty()) return type;
+  const std::string kind = type + "@" + lowercase(pool);
+  return config.pool_quota_kinds.count(kind) ? kind : type;
+}
+
+GpuCounts gpus_by_quota_kind(const Config& config, const GpuCounts& gpus, const std::string& pool) {
+  if (config.pool_quota_kinds.empty()) return gpus;
+  GpuCounts out;
+  out.untyped = gpus.untyped;
+  for (const auto& [type, count] : gpus.by_type) out.by_type[quota_kind(config, type, pool)] += count;
+  return out;
+}
+
+std::map<std::string, uint32_t> cluster_gpus_by_quota_kind(const Config& config, const std::vector<NodeGpus>& nodes) {
+  std::map<std::string, uint32_t> out;
+  for (const auto& n : nodes) {
+    for (const auto& [type, count] : n.by_type) {
+      std::string kind = lowercase(type);
+      for (const auto& pool : n.pools) {
+        const std::string k = quota_kind(config, type, pool);
+        if (k != kind) {
+          kind = k;
+          break;
+        }
+      }
+      out[kind] += count;
+    }
+  }
+  return out;
+}
+
+std::map<std::string, uint32_t> cluster_gpus_by_quota_kind(const Config& config, const Cluster& cluster,
+                                                           const std::vector<Pool>& pools) {
+  std::map<std::string, size_t> index;
+  std::vector<NodeGpus> nodes;
+  for (const auto& n : cluster.nodes()) {
+    if (n.gpus == 0) continue;
+    index[n.name] = nodes.size();
+    NodeGpus g;
+    g.by_type[lowercase(n.gpu_type)] = n.gpus;
+    nodes.push_back(std::move(g));
+  }
+  if (!config.pool_quota_kinds.empty())
+    for (const auto& pool : pools)
+      for (const auto& name : pool.nodes)
+        if (auto it = index.find(name); it != index.end()) nodes[it->second].pools.push_back(pool.name);
+  return cluster_gpus_by_quota_kind(config, nodes);
+}
+
+std::string type_of_quota_kind(const std::string& kind) { return kind.substr(0, kind.find('@')); }
+
 bool would_borrow(uint64_t held, uint64_t gpus, uint64_t guaranteed) { return held + gpus > guaranteed; }
 
 uint64_t gpus_of_type(const std::map<std::string, uint32_t>& by_type, const std::string& gpu_type) {

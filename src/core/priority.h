@@ -10,9 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "core/cluster.h"
 #include "core/config.h"
 #include "core/fairshare.h"
 #include "core/job_record.h"
+#include "core/tres.h"
 #include "core/types.h"
 
 namespace mlsched {
@@ -50,8 +52,34 @@ std::vector<bool> borrowing_in_start_order(const std::vector<GpuHolding>& runnin
 uint64_t gpus_of_type(const std::map<std::string, uint32_t>& by_type, const std::string& gpu_type);
 // ==== end borrowing ===============================================================
 
+// ==== quotas per pool ============================================================
+// TeamQuota=nlp:a100@train=8 makes the a100 GPUs of partition `train` a quota kind of
+// their own, "a100@train", for every team (a team without an entry there is
+// guaranteed its fair share of them, as for a type); the type's GPUs elsewhere stay
+// "a100". Guarantees, GPUs in use and borrowing are all counted by kind: where no
+// TeamQuota names a pool, a kind is just the GPU type. A job's pool is the
+// partition it runs in (a pending job: the partition Slurm tries it in).
+std::string quota_kind(const Config& config, const std::string& gpu_type, const std::string& pool);
+// A job's GPUs by kind: its typed GPUs in `pool` renamed where that pool has a quota.
+GpuCounts gpus_by_quota_kind(const Config& config, const GpuCounts& gpus, const std::string& pool);
+// One node's GPUs and the partitions it belongs to.
+struct NodeGpus {
+  std::map<std::string, uint32_t> by_type;  // lowercase type -> GPUs
+  std::vector<std::string> pools;           // its partitions, in slurm.conf order
+};
+// The cluster's GPUs by kind. A node in several partitions that have a quota for
+// its type counts in the first of them.
+std::map<std::string, uint32_t> cluster_gpus_by_quota_kind(const Config& config, const std::vector<NodeGpus>& nodes);
+// The same from the cluster model and its partitions (the tool's view).
+std::map<std::string, uint32_t> cluster_gpus_by_quota_kind(const Config& config, const Cluster& cluster,
+                                                           const std::vector<Pool>& pools);
+// The GPU type a kind is of ("a100@train" -> "a100").
+std::string type_of_quota_kind(const std::string& kind);
+// ==== end quotas per pool =========================================================
+
 // What guarantees a team has: TeamQuota from mlsched.conf where given, else its fair
-// share (shares_norm) of each GPU type's GPUs, rounded down.
+// share (shares_norm) of each GPU type's GPUs, rounded down. Types here are quota
+// kinds (quota_kind()).
 class Quotas {
  public:
   Quotas(const Config& config, const std::map<std::string, TeamStanding>& standing,

@@ -352,8 +352,10 @@ uint32_t guarantee_kept_for(const JobFacts& job, const Snapshot& snap, const std
   for (const auto& p : snap.pending) {
     if (p.priority == 0 && p.job_id != job.job_id) continue;  // held: priority/mlsched prices it not
     if (p.job_id == job.job_id) self = pending.size();
-    pending.push_back(priced(p.job_id, p.account, p.gpu_types.size() == 1 ? p.gpu_types[0] : std::string(), p.gpus,
-                             p.submit_time, p.eligible));
+    const std::string kind = p.gpu_types.size() == 1
+                                 ? quota_kind(snap.config, p.gpu_types[0], p.partition.substr(0, p.partition.find(',')))
+                                 : std::string();
+    pending.push_back(priced(p.job_id, p.account, kind, p.gpus, p.submit_time, p.eligible));
   }
   if (self == SIZE_MAX) {
     self = pending.size();
@@ -382,13 +384,16 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
     for (const auto& [node, idx] : job.gpus_by_node) {
       t.job_gpus += static_cast<uint32_t>(idx.size());
       const GpuNode* n = cluster.find_node(node);
-      if (n && t.gpu_type.empty()) t.gpu_type = lowercase(n->gpu_type);
+      if (n && t.gpu_type.empty()) t.gpu_type = quota_kind(snap.config, n->gpu_type, job.partition);
     }
   } else {
     t.job_gpus = need;
     // A job that names one type is counted against that type; one that names
     // several or none is counted against all types together, as the plugins do.
-    if (req.gpu_types.size() == 1 && present.size() == 1) t.gpu_type = lowercase(present[0]);
+    // With quotas per pool, against that type in the first pool it names (where
+    // Slurm tries it first).
+    if (req.gpu_types.size() == 1 && present.size() == 1)
+      t.gpu_type = quota_kind(snap.config, present[0], job.partition.substr(0, job.partition.find(',')));
   }
   auto v = snap.teams.find(job.account);
   if (v != snap.teams.end()) {

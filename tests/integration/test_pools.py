@@ -147,3 +147,51 @@ def test_a_job_waits_for_the_faster_pool_when_it_would_finish_sooner(pools, pool
     pools.wait_state(long_job, {"RUNNING"}, timeout=90)
     assert pools.job_field(long_job, "Partition") == "h100", pools.show_job(long_job)
     assert "gres/gpu:h100=8" in (pools.alloc_tres(long_job) or ""), pools.show_job(long_job)
+
+
+@pytest.fixture
+def batch_pool(pools):
+    """A second a100 pool, `a100-batch` (gpu[07-08], also in pool a100), created at
+    run time as an admin may (`scontrol create partition`), deleted afterwards."""
+    res = pools.run(["scontrol", "create", "partition", "PartitionName=a100-batch", "Nodes=gpu[07-08]",
+                     "State=UP", "MaxTime=INFINITE"])
+    assert res.rc == 0, res
+    yield "a100-batch"
+    pools.run(["scancel", "-u", USER, "-p", "a100-batch"])
+    wait_for(lambda: not pools.run(["squeue", "-h", "-p", "a100-batch"]).out.strip(), "a100-batch to empty", timeout=60)
+    pools.run(["scontrol", "delete", "partition=a100-batch"])
+
+
+def test_team_quota_per_pool_counts_a_shared_gpu_type_by_partition(pools, pools_conf, batch_pool, clean):
+    """TeamQuota=research:a100@a100-batch=8,a100=0: research is guaranteed 8 a100 in pool
+    a100-batch and none elsewhere. Its older job in pool a100 borrows; its newer job in
+    a100-batch is within its quota there. With one quota per type (a100=8) it would be
+    the other way round: the older job fills the guarantee, the newer borrows."""
+    pools_conf.append("TeamQuota=research:a100@a100-batch=8,a100=0", "PriorityCalcPeriod=1",
+                      plugin="priority/mlsched", tag="quota per pool")
+    older = submit(pools, "-p", "a100", "-w", "gpu05", "--gres=gpu:8")
+    pools.wait_state(older, {"RUNNING"})
+    time.sleep(1)  # a later start: the start order decides who borrows within one kind
+    newer = submit(pools, "-p", batch_pool, "-w", "gpu07", "--gres=gpu:8")
+    pools.wait_state(newer, {"RUNNING"})
+
+    def marks():
+        return {j: re.search(r"borrowing=(yes|no)", pools.job_field(j, "AdminComment") or "") for j in (older, newer)}
+    wait_for(lambda: all(m and m.group(1) for m in marks().values()) and marks(), "priority/mlsched's borrowing marks",
+             timeout=30)
+    got = {j: m.group(1) for j, m in marks().items()}
+    assert got == {older: "yes", newer: "no"}, got
+
+    res = pools.run([str(TOOL), "why", newer], user=USER)
+    assert res.rc == 0, res
+    assert "team:       research holds 8 a100@a100-batch, guaranteed 8" in res.out, res.out
+    assert "borrowing:  no (priority/mlsched's mark)" in res.out, res.out
+    res = pools.run([str(TOOL), "why", older], user=USER)
+    assert "team:       research holds 8 a100, guaranteed 0" in res.out, res.out
+    assert "borrowing:  yes (priority/mlsched's mark): a team within its quota may reclaim its GPUs" in res.out, res.out
+
+    # One quota per type: the same two jobs, the older now within it and the newer borrowing.
+    pools_conf.append("TeamQuota=research:a100=8", "PriorityCalcPeriod=1", plugin="priority/mlsched",
+                      tag="quota per type")
+    wait_for(lambda: {j: m and m.group(1) for j, m in marks().items()} == {older: "no", newer: "yes"},
+             lambda: f"the marks to follow the per-type quota: {marks()}", timeout=30)

@@ -315,6 +315,61 @@ ChargedJob holding(uint32_t id, const std::string& team, const std::string& type
 }
 }  // namespace
 
+// TeamQuota per pool: TeamQuota=nlp:a100@train=8 makes partition train's a100 GPUs a
+// kind of their own for every team; the type's GPUs elsewhere keep the type's quota.
+START_TEST(quota_per_pool_counts_a_types_gpus_by_partition) {
+  Config c = config_from("TeamQuota=nlp:a100@train=8,a100=0\nTeamQuota=vision:a100=4\n");
+  ck_assert_int_eq(c.pool_quota_kinds.size(), 1);
+  ck_assert_str_eq(quota_kind(c, "A100", "Train").c_str(), "a100@train");
+  ck_assert_str_eq(quota_kind(c, "a100", "infer").c_str(), "a100");   // no quota names infer
+  ck_assert_str_eq(quota_kind(c, "h100", "train").c_str(), "h100");   // nor h100 in train
+  ck_assert_str_eq(quota_kind(c, "", "train").c_str(), "");           // untyped: all kinds
+  ck_assert_str_eq(quota_kind(config_from(""), "a100", "train").c_str(), "a100");
+  ck_assert_str_eq(type_of_quota_kind("a100@train").c_str(), "a100");
+  // Two a100 nodes in train, one in infer, one h100 node in both: partition train's
+  // a100 GPUs are their own kind; a node counts in the first pool with a quota.
+  std::vector<NodeGpus> nodes = {{{{"a100", 8}}, {"train"}}, {{{"a100", 8}}, {"infer", "train"}},
+                                 {{{"a100", 8}}, {"infer"}}, {{{"h100", 4}}, {"train", "infer"}}};
+  const auto kinds = cluster_gpus_by_quota_kind(c, nodes);
+  ck_assert_int_eq(kinds.size(), 3);
+  ck_assert_int_eq(kinds.at("a100@train"), 16);
+  ck_assert_int_eq(kinds.at("a100"), 8);
+  ck_assert_int_eq(kinds.at("h100"), 4);
+  // The same from the cluster model and its partitions (the tool's view).
+  Cluster cluster;
+  for (const char* n : {"g1", "g2", "g3"}) cluster.add_node(GpuNode{n, "a100", 8, {}, "", "", {}});
+  const auto from_model = cluster_gpus_by_quota_kind(c, cluster, {Pool{"train", {"g1", "g2"}}, Pool{"infer", {"g2", "g3"}}});
+  ck_assert_int_eq(from_model.at("a100@train"), 16);
+  ck_assert_int_eq(from_model.at("a100"), 8);
+  // Guarantees by kind: nlp 8 in train and none elsewhere; vision (no line for the
+  // pool) its fair share of train's 16, and its 4 elsewhere.
+  std::map<std::string, TeamStanding> standing;
+  standing["nlp"].shares_norm = 0.5;
+  standing["vision"].shares_norm = 0.5;
+  Quotas q(c, standing, kinds);
+  ck_assert_int_eq(q.guaranteed("nlp", "a100@train"), 8);
+  ck_assert_int_eq(q.guaranteed("nlp", "a100"), 0);
+  ck_assert_int_eq(q.guaranteed("vision", "a100@train"), 8);
+  ck_assert_int_eq(q.guaranteed("vision", "a100"), 4);
+  // A job's GPUs by kind, and borrowing counted per kind: nlp's 8 GPUs running in
+  // infer borrow, while 8 more in train are within its quota there.
+  GpuCounts job;
+  job.by_type["A100"] = 8;
+  ck_assert_int_eq(gpus_by_quota_kind(c, job, "train").by_type.at("a100@train"), 8);
+  ck_assert_int_eq(gpus_by_quota_kind(c, job, "infer").by_type.at("a100"), 8);
+  TeamGpusInUse in_use;
+  in_use["nlp"]["a100"] = 8;
+  ck_assert(q.borrowing("nlp", "a100", 1, in_use));
+  ck_assert(!q.borrowing("nlp", "a100@train", 8, in_use));
+  ck_assert(q.borrowing("nlp", "a100@train", 9, in_use));
+  // Running jobs in start order, per kind.
+  std::vector<ChargedJob> running = {holding(1, "nlp", "a100@train", 8, kT0 - 300), holding(2, "nlp", "a100", 8, kT0 - 200),
+                                     holding(3, "nlp", "a100@train", 4, kT0 - 100)};
+  const auto b = running_borrowing(q, running);
+  ck_assert(!b[0] && b[1] && b[2]);
+}
+END_TEST
+
 START_TEST(youngest_running_jobs_beyond_the_guarantee_borrow) {
   Config c = config_from("TeamQuota=nlp:h100=8\n");
   std::map<std::string, TeamStanding> standing;
@@ -731,6 +786,10 @@ START_TEST(priority_config_rejects_bad_values) {
       {"TeamQuota=vision:h100=lots\n", "'h100=lots' is not <gpu_type>=<gpus>"},
       {"TeamQuota=vision:h100=1,h100=2\n", "GPU type h100 given twice"},
       {"TeamQuota=vision:h100=1\nTeamQuota=vision:a100=1\n", "team vision has two TeamQuota lines"},
+      {"TeamQuota=vision:a100@=8\n", "'a100@=8' is not <gpu_type>@<partition>=<gpus> (e.g. a100@train=8)"},
+      {"TeamQuota=vision:@train=8\n", "'@train=8' is not <gpu_type>@<partition>=<gpus>"},
+      {"TeamQuota=vision:a100@tr/ain=8\n", "'a100@tr/ain=8' is not <gpu_type>@<partition>=<gpus>"},
+      {"TeamQuota=vision:a100@train=1,A100@Train=2\n", "GPU type a100@train given twice"},
       {"PriorityDecayHalfLife=soon\n", "PriorityDecayHalfLife=soon is not a duration"},
       {"PriorityDecayHalfLife=4000d\n", "to 3650 days"},
       {"PriorityCalcPeriod=0\n", "PriorityCalcPeriod=0 is not a duration from 1 seconds"},
@@ -936,6 +995,7 @@ Suite* priority_suite() {
   tcase_add_test(standing, exactly_entitled_usage_gives_one_half);
   tcase_add_test(standing, quota_from_config_or_fair_share);
   tcase_add_test(standing, job_beyond_guarantee_is_borrowing);
+  tcase_add_test(standing, quota_per_pool_counts_a_types_gpus_by_partition);
   tcase_add_test(standing, youngest_running_jobs_beyond_the_guarantee_borrow);
   tcase_add_test(standing, a_job_stops_borrowing_when_older_ones_end);
   tcase_add_test(standing, borrowing_token_is_set_replaced_and_removed);

@@ -263,6 +263,42 @@ START_TEST(down_nodes_and_slurm_limits) {
 }
 END_TEST
 
+// TeamQuota per pool: a job is counted against its type in its pool (the pool it
+// runs in; pending: the first it names), as the plugins count it.
+START_TEST(team_standing_is_counted_per_pool_where_a_quota_names_one) {
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  Snapshot snap{&c, s, {}, {}, 1000};
+  snap.config = parse_config("TeamQuota=nlp:a100@train=8,a100=0\n", "mlsched.conf").config.value();
+  TeamView nlp;
+  nlp.in_use = {{"a100@train", 8}};
+  nlp.guaranteed = {{"a100@train", 8}, {"a100", 0}, {"h100", 0}};
+  snap.teams = {{"nlp", nlp}};
+  JobFacts job = pending_job(1, 8, {"a100"}, Locality::any, LocalityMode::prefer);
+  job.account = "nlp";
+  job.partition = "train,infer";
+  WhyReport r = explain(job, snap);
+  ck_assert_str_eq(r.team.gpu_type.c_str(), "a100@train");
+  ck_assert_int_eq(r.team.holds, 8);
+  ck_assert_int_eq(r.team.guaranteed, 8);
+  const Finding* q = find(r, wait_reason::kTeamBeyondQuota);
+  ck_assert_msg(q, "no quota finding");
+  ck_assert_contains(q->message, "team nlp holds 8 a100@train of the 8 it is guaranteed; this job's 8 would be borrowed");
+  // Named first elsewhere, it counts against the type's other GPUs.
+  job.partition = "infer,train";
+  r = explain(job, snap);
+  ck_assert_str_eq(r.team.gpu_type.c_str(), "a100");
+  ck_assert_int_eq(r.team.holds, 0);
+  // Running in train: that pool's kind.
+  job.state = "RUNNING";
+  job.partition = "train";
+  job.gpus_by_node = {{"gpu09", {0, 1, 2, 3, 4, 5, 6, 7}}};
+  r = explain(job, snap);
+  ck_assert_str_eq(r.team.gpu_type.c_str(), "a100@train");
+  ck_assert_contains(format_why(job, r, 1000), "team:       nlp holds 8 a100@train, guaranteed 8");
+}
+END_TEST
+
 START_TEST(quota_and_fair_share_behind_another_team) {
   // Every a100 busy; team nlp already holds 8 a100 with none guaranteed, team
   // vision none of its 8. vision's job comes first; nlp's would borrow.
@@ -705,6 +741,7 @@ Suite* why_suite() {
   TCase* tc = tcase_create("why");
   tcase_add_test(tc, slurm_strings);
   tcase_add_test(tc, each_pool_a_job_accepts_gets_its_own_view);
+  tcase_add_test(tc, team_standing_is_counted_per_pool_where_a_quota_names_one);
   tcase_add_test(tc, why_names_a_wait_for_a_faster_gpu_type);
   tcase_add_test(tc, strict_locality_gets_prefer_counterfactual);
   tcase_add_test(tc, fragmented_free_gpus);

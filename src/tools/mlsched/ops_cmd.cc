@@ -263,11 +263,17 @@ void load_ops(OpsData& d) {
     s.fairshare = t.fairshare;
     standing[t.team] = s;
   }
-  std::map<std::string, uint32_t> cluster_gpus;
-  for (const auto& type : d.cluster.gpu_types()) cluster_gpus[lowercase(type)] = d.cluster.total_gpus(type);
+  // By GPU type: a team's quotas per pool (TeamQuota=nlp:a100@train=8) are summed
+  // into their type's.
+  const std::map<std::string, uint32_t> cluster_gpus = cluster_gpus_by_quota_kind(config, d.cluster, d.snap.pools);
   const Quotas quotas(config, standing, cluster_gpus);
   for (const auto& t : d.snap.teams)
-    for (const auto& type : d.cluster.gpu_types()) d.snap.entitlement[t.team][type] = quotas.guaranteed(t.team, type);
+    for (const auto& type : d.cluster.gpu_types()) {
+      uint32_t& e = d.snap.entitlement[t.team][type];
+      e = 0;
+      for (const auto& [kind, n] : cluster_gpus)
+        if (type_of_quota_kind(kind) == lowercase(type)) e += quotas.guaranteed(t.team, kind);
+    }
 }
 
 OpsSummary summary_now(std::vector<std::string>& notes) {

@@ -363,21 +363,23 @@ void load_teams(Snapshot& snap, const Cluster& cluster, const job_info_msg_t* jo
     v.fairshare = t.fairshare;
     standing[t.team].shares_norm = t.shares_norm;
   }
+  ConfigResult conf = load_config_file(mlsched_conf_path());
+  const Config config = conf.config ? *conf.config : Config{};
+  snap.config = config;
   for (uint32_t i = 0; jobs && i < jobs->record_count; ++i) {
     const slurm_job_info_t& o = jobs->job_array[i];
     const uint32_t base = o.job_state & JOB_STATE_BASE;
     if (base != JOB_RUNNING || !o.account) continue;
-    // Suspended jobs are left out, as priority/mlsched counts them.
-    const GpuCounts g = gpu_counts_from_tres(str(o.tres_alloc_str));
+    // Suspended jobs are left out, as priority/mlsched counts them; GPUs by quota
+    // kind (TeamQuota per pool: the partition the job runs in).
+    const GpuCounts g = gpus_by_quota_kind(config, gpu_counts_from_tres(str(o.tres_alloc_str)), str(o.partition));
     TeamView& v = snap.teams[o.account];
     for (const auto& [type, n] : g.by_type) v.in_use[lowercase(type)] += n;
     if (g.untyped) v.in_use[""] += g.untyped;
   }
-  ConfigResult conf = load_config_file(mlsched_conf_path());
-  const Config config = conf.config ? *conf.config : Config{};
-  snap.config = config;
-  std::map<std::string, uint32_t> cluster_gpus;
-  for (const auto& type : cluster.gpu_types()) cluster_gpus[lowercase(type)] = cluster.total_gpus(type);
+  // Partitions are read only where a quota names one.
+  const std::vector<Pool> pools = config.pool_quota_kinds.empty() ? std::vector<Pool>{} : load_pools(notes);
+  const std::map<std::string, uint32_t> cluster_gpus = cluster_gpus_by_quota_kind(config, cluster, pools);
   const Quotas quotas(config, standing, cluster_gpus);
   for (auto& [team, v] : snap.teams)
     for (const auto& [type, n] : cluster_gpus) v.guaranteed[type] = quotas.guaranteed(team, type);

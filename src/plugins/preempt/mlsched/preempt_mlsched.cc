@@ -47,6 +47,7 @@
 // slurmctld's tables; weak so the plugin load test (libslurmfull, no controller)
 // can dlopen it. Only slurmctld loads preempt plugins, and it defines them.
 #pragma weak job_list
+#pragma weak part_list
 #pragma weak last_job_update
 #pragma weak assoc_mgr_assoc_list
 #pragma weak assoc_mgr_root_assoc
@@ -141,6 +142,7 @@ mlsched::PreemptCandidate candidate_of(const job_record_t* job_ptr, const mlsche
   c.restarts = job_ptr->restart_cnt;
   c.attained_gpu_seconds = record->marks.attained_gpu_seconds;
   if (job_ptr->part_ptr) c.partition = str(job_ptr->part_ptr->name);
+  c.quota_kind = mlsched::quota_kind(config, c.gpu_type, c.partition);
   // What `mlsched ckpt done` reported in the job's Comment: string parsing only
   // (callers hold the job lock). lost_work() clamps it to this run, so a false
   // report can only make this job the cheaper victim.
@@ -178,7 +180,7 @@ std::map<std::string, mlsched::TeamStanding> team_shares() {
   return standing;
 }
 
-// Copies running jobs and nodes out of slurmctld. Caller holds the job and node
+// Copies running jobs and nodes out of slurmctld. Caller holds the job, node and partition
 // read locks.
 std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, unsigned config_generation) {
   auto snap = std::make_shared<Snapshot>();
@@ -199,10 +201,29 @@ std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, uns
   }
 
   node_record_t** table = mlsched::plugin::ctld::node_table();
+  // The partitions of each node, where a TeamQuota names one (quotas per pool).
+  std::map<int, std::vector<std::string>> pools_of_node;
+  if (!config.pool_quota_kinds.empty() && part_list) {
+    ListIterator it = list_iterator_create(part_list);
+    while (auto* part_ptr = static_cast<part_record_t*>(list_next(it))) {
+      if (!part_ptr->node_bitmap || !part_ptr->name) continue;
+      for (size_t i = 0; i < model->cluster.nodes().size(); ++i) {
+        const int idx = static_cast<int>(model->slurm_index[i]);
+        if (idx < bit_size(part_ptr->node_bitmap) && bit_test(part_ptr->node_bitmap, idx))
+          pools_of_node[idx].push_back(part_ptr->name);
+      }
+    }
+    list_iterator_destroy(it);
+  }
+  std::vector<mlsched::NodeGpus> gpu_nodes;
   for (size_t i = 0; i < model->cluster.nodes().size(); ++i) {
     const auto& n = model->cluster.nodes()[i];
     if (n.gpus == 0) continue;
-    snap->cluster_gpus[mlsched::lowercase(n.gpu_type)] += n.gpus;
+    mlsched::NodeGpus g;
+    g.by_type[mlsched::lowercase(n.gpu_type)] = n.gpus;
+    auto pools = pools_of_node.find(static_cast<int>(model->slurm_index[i]));
+    if (pools != pools_of_node.end()) g.pools = pools->second;
+    gpu_nodes.push_back(std::move(g));
     mlsched::PreemptNode pn{n.name, n.gpu_type, n.nvlink_domain, 0};
     const node_record_t* node_ptr = table ? table[model->slurm_index[i]] : nullptr;
     const bool usable = node_ptr && mlsched::usable_node(mlsched::plugin::node_condition(node_ptr));
@@ -211,13 +232,14 @@ std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, uns
     snap->nodes.push_back(std::move(pn));
     snap->node_index.push_back(static_cast<int>(model->slurm_index[i]));
   }
+  snap->cluster_gpus = mlsched::cluster_gpus_by_quota_kind(config, gpu_nodes);
 
   snap->standing = team_shares();
   const mlsched::Quotas quotas(config, snap->standing, snap->cluster_gpus);
   mlsched::mark_borrowing(running, [&](const std::string& team, const std::string& type) {
     return quotas.guaranteed(team, type);
   });
-  for (const auto& c : running) snap->in_use[c.team][c.gpu_type] += c.gpus();
+  for (const auto& c : running) snap->in_use[c.team][c.kind()] += c.gpus();
   for (auto& c : running) snap->running.emplace(c.job_id, std::move(c));
   return snap;
 }
@@ -229,7 +251,7 @@ void refresh_loop(mlsched::plugin::PeriodicWorker& worker) {
     try {
       const unsigned generation = g_config.generation();
       if (auto cfg = g_config.get()) {
-        slurmctld_lock_t read = {NO_LOCK, READ_LOCK, READ_LOCK, NO_LOCK, NO_LOCK};
+        slurmctld_lock_t read = {NO_LOCK, READ_LOCK, READ_LOCK, READ_LOCK, NO_LOCK};  // jobs, nodes, partitions
         lock_slurmctld(read);
         std::shared_ptr<const Snapshot> snap;
         try {
@@ -332,7 +354,8 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, std::shared_
     }
   }
   // Before the first snapshot nobody is known to be within quota: no preemption.
-  p.borrowing = !have_snapshot || quotas.borrowing(p.team, p.gpu_type, p.gpus, snap.in_use);
+  p.borrowing = !have_snapshot ||
+                quotas.borrowing(p.team, mlsched::quota_kind(config, p.gpu_type, p.partition), p.gpus, snap.in_use);
   if (have_snapshot && config.preempt_for_non_preemptible) {
     // Holds the snapshot and the config it was read with: the scan may outlive a reload.
     scan->beyond = [snapshot = scan->snapshot, cfg](

@@ -47,6 +47,7 @@
 // linked to the public libslurm define none of these: weak references let the
 // plugin load there (it never touches them outside slurmctld).
 #pragma weak job_list
+#pragma weak part_list
 #pragma weak last_job_update
 #pragma weak assoc_mgr_assoc_list
 #pragma weak assoc_mgr_root_assoc
@@ -127,6 +128,15 @@ mlsched::ChargedJob running_job(const job_record_t* job_ptr, const mlsched::GpuW
   return r;
 }
 
+// A running job as quotas count it: its GPUs by quota kind (TeamQuota per pool: the
+// partition it runs in). Charging uses running_job(): usage is by GPU type.
+mlsched::ChargedJob holding_job(const job_record_t* job_ptr, const mlsched::GpuWeights& weights,
+                                const mlsched::Config& config) {
+  mlsched::ChargedJob r = running_job(job_ptr, weights);
+  r.allocation = mlsched::gpus_by_quota_kind(config, r.allocation, job_ptr->part_ptr ? str(job_ptr->part_ptr->name) : "");
+  return r;
+}
+
 mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config& config) {
   const auto record = mlsched::plugin::job_record_of(job_ptr);
   if (const auto& d = record->directives) return d->type;
@@ -174,7 +184,11 @@ mlsched::PricedJob pending_job(const job_record_t* job_ptr, const mlsched::Confi
   p.team = str(job_ptr->account);
   const auto gpus = mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_req_str));
   p.gpus = gpus.total();
-  if (gpus.by_type.size() == 1 && gpus.untyped == 0) p.gpu_type = gpus.by_type.begin()->first;
+  // Counted against the quota of its pool (TeamQuota per pool): the partition Slurm
+  // tries it in, the first it names until then.
+  if (gpus.by_type.size() == 1 && gpus.untyped == 0)
+    p.gpu_type = mlsched::quota_kind(config, gpus.by_type.begin()->first,
+                                     job_ptr->part_ptr ? str(job_ptr->part_ptr->name) : "");
   p.submit_time = job_ptr->details ? job_ptr->details->submit_time : job_ptr->start_time;
   // A requeued job keeps the age it had: Slurm's submit time is that of the requeue.
   if (const int64_t first = first_submit_of(job_ptr); first > 0 && first < p.submit_time) {
@@ -288,21 +302,36 @@ std::vector<mlsched::TeamShares> teams_from_assoc_mgr() {
   return teams;
 }
 
-// GPUs of each type in slurm.conf's node table. Caller holds the node read lock.
-std::map<std::string, uint32_t> cluster_gpus_by_type() {
-  std::map<std::string, uint32_t> gpus;
+// GPUs of each quota kind in slurm.conf's node table: by type, and by type and
+// partition where a TeamQuota names a pool. Caller holds the node and partition
+// read locks.
+std::map<std::string, uint32_t> cluster_gpus_by_kind(const mlsched::Config& config) {
+  std::vector<mlsched::NodeGpus> nodes;
   node_record_t* node_ptr;
   node_record_t** table = mlsched::plugin::ctld::node_table();
-  for (int i = 0; table && i < mlsched::plugin::ctld::node_count(); i++) {
+  const int count = table ? mlsched::plugin::ctld::node_count() : 0;
+  nodes.resize(count > 0 ? count : 0);
+  for (int i = 0; i < count; i++) {
     if (!(node_ptr = table[i])) continue;
     try {
       for (const auto& g : mlsched::parse_node_gres(str(node_ptr->gres)))
-        if (g.name == "gpu") gpus[mlsched::lowercase(g.type)] += static_cast<uint32_t>(g.count);
+        if (g.name == "gpu") nodes[i].by_type[mlsched::lowercase(g.type)] += static_cast<uint32_t>(g.count);
     } catch (const std::invalid_argument& e) {
       debug("%s: node %s: %s", kLog, node_ptr->name, e.what());
     }
   }
-  return gpus;
+  // Partitions matter only where a quota names one.
+  if (!config.pool_quota_kinds.empty() && part_list) {
+    ListIterator it = list_iterator_create(part_list);
+    while (auto* part_ptr = static_cast<part_record_t*>(list_next(it))) {
+      if (!part_ptr->node_bitmap || !part_ptr->name) continue;
+      const int bits = bit_size(part_ptr->node_bitmap);
+      for (int i = 0; i < count && i < bits; i++)
+        if (bit_test(part_ptr->node_bitmap, i)) nodes[i].pools.push_back(part_ptr->name);
+    }
+    list_iterator_destroy(it);
+  }
+  return mlsched::cluster_gpus_by_quota_kind(config, nodes);
 }
 
 // The saved usage was missing or unusable: charge what the job table still holds,
@@ -371,7 +400,7 @@ PassJobs gather_jobs(const mlsched::Config& config, const mlsched::GpuWeights& w
       if (IS_JOB_RUNNING(job_ptr) || IS_JOB_SUSPENDED(job_ptr)) {
         // A suspended job holds its GPUs but runs nothing: charged only while running.
         if (IS_JOB_RUNNING(job_ptr)) {
-          in.running.push_back(running_job(job_ptr, weights));
+          in.running.push_back(holding_job(job_ptr, weights, config));
           jobs.running.push_back(job_ptr);
         }
       } else if (IS_JOB_PENDING(job_ptr)) {
@@ -439,7 +468,7 @@ std::string run_pass(const mlsched::Config& config) {
   std::string saved;
   try {
     mlsched::PassInput in;
-    in.cluster_gpus_by_type = cluster_gpus_by_type();
+    in.cluster_gpus_by_type = cluster_gpus_by_kind(config);
     in.teams = teams_from_assoc_mgr();
     const PassJobs jobs = gather_jobs(config, weights, in);
     std::lock_guard<std::mutex> guard(g_mutex);
@@ -490,7 +519,7 @@ void run_mark_pass(const mlsched::Config& config) {
       ListIterator it = list_iterator_create(job_list);
       while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
         if (IS_JOB_RUNNING(job_ptr)) {
-          running.push_back(running_job(job_ptr, weights));
+          running.push_back(holding_job(job_ptr, weights, config));
           running_ptrs.push_back(job_ptr);
         } else if (IS_JOB_PENDING(job_ptr) && job_ptr->admin_comment) {
           pending_ptrs.push_back(job_ptr);
