@@ -19,9 +19,13 @@ def mlsched_profile_text(args):
               % (max(1, args.half_life_minutes) * 60, max(1, round(7200 / args.compression))))
     if getattr(args, "mlsched_profile", "default") != "ml":
         return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)" + scaled
-    return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (attained service for all teams, "
-            "least-attained-service preemption within a team), levels at %s real GPU-seconds, promoted after %d s"
-            % (args.attained_thresholds, args.attained_promote_after)) + scaled
+    # The levers as the profile file sets them (the file is their one owner).
+    with open(os.path.join(REPO, "etc", "mlsched-ml-profile.conf")) as f:
+        levers = [l.strip() for l in f if l.strip() and not l.lstrip().startswith("#")
+                  and not l.lower().startswith(("attainedservicethresholds", "attainedservicepromoteafter"))]
+    return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (%s), levels at %s real GPU-seconds, "
+            "promoted after %d s" % (", ".join("`%s`" % l for l in levers), args.attained_thresholds,
+                                      args.attained_promote_after)) + scaled
 
 
 def speed_text(args):
