@@ -1053,7 +1053,9 @@ std::string format_regions(const std::string& origin, const std::vector<RegionVi
   const RegionView* first = nullptr;
   for (const auto& r : regions) {
     std::string s = "  " + r.region + (r.here ? " (here)" : "") + ": " + (r.state.empty() ? "unknown" : r.state);
-    if (r.state == "PENDING") {
+    if (!r.answered) {
+      s = "  " + r.region + ": no answer from its controller (down or unreachable); its copy is not shown";
+    } else if (r.state == "PENDING") {
       if (!r.reason.empty()) s += " (" + r.reason + ")";
       if (r.start > 0) {
         s += "; Slurm's estimate " + local_clock(r.start) + (r.start > now ? " (in " + format_duration(r.start - now) + ")" : "");
@@ -1080,6 +1082,20 @@ std::string format_regions(const std::string& origin, const std::vector<RegionVi
            local_clock(first->start) + "); the first region that can start it runs it, whatever the estimates\n";
   }
   return out;
+}
+
+void add_silent_regions(std::vector<RegionView>& views, const std::string& active_siblings) {
+  for (const auto& name : split(active_siblings, ',')) {
+    const std::string region = trim(name);
+    if (region.empty() || views.size() >= kMaxRegionsShown) continue;
+    bool seen = false;
+    for (const auto& v : views) seen = seen || v.region == region;
+    if (seen) continue;
+    RegionView v;
+    v.region = region;
+    v.answered = false;
+    views.push_back(std::move(v));
+  }
 }
 
 const RegionView* running_elsewhere(const std::vector<RegionView>& regions) {

@@ -296,9 +296,14 @@ struct RegionView {
   time_t start = 0;         // running: its start; pending: backfill's estimate; 0 unknown
   std::string nodes;        // where it runs, or where backfill plans it
   std::string select_note;  // select/mlsched's placement reason there (select_reason_of)
+  bool answered = true;     // false: Slurm lists a copy there, and its controller did not answer
   // The region holds the job's GPUs: RUNNING, SUSPENDED or COMPLETING there.
-  bool holds_job() const { return state == "RUNNING" || state == "SUSPENDED" || state == "COMPLETING"; }
+  bool holds_job() const { return answered && (state == "RUNNING" || state == "SUSPENDED" || state == "COMPLETING"); }
 };
+// Adds a view that did not answer for each region in `active_siblings` (Slurm's list
+// of the regions holding a copy, "east,west") whose controller sent no copy: a
+// region whose controller is down is named, not left out.
+void add_silent_regions(std::vector<RegionView>& views, const std::string& active_siblings);
 // A Slurm federation has at most 63 clusters; more copies than this are not shown.
 inline constexpr size_t kMaxRegionsShown = 64;
 // The lines `mlsched why` adds for a federated job: one per region, in the given

@@ -153,13 +153,14 @@ def test_a_job_waits_for_the_faster_pool_when_it_would_finish_sooner(pools, pool
 def batch_pool(pools):
     """A second a100 pool, `a100-batch` (gpu[07-08], also in pool a100), created at
     run time as an admin may (`scontrol create partition`), deleted afterwards."""
-    res = pools.run(["scontrol", "create", "partition", "PartitionName=a100-batch", "Nodes=gpu[07-08]",
+    res = pools.run(["scontrol", "create", "PartitionName=a100-batch", "Nodes=gpu[07-08]",
                      "State=UP", "MaxTime=INFINITE"])
     assert res.rc == 0, res
     yield "a100-batch"
     pools.run(["scancel", "-u", USER, "-p", "a100-batch"])
     wait_for(lambda: not pools.run(["squeue", "-h", "-p", "a100-batch"]).out.strip(), "a100-batch to empty", timeout=60)
-    pools.run(["scontrol", "delete", "partition=a100-batch"])
+    res = pools.run(["scontrol", "delete", "PartitionName=a100-batch"])
+    assert res.rc == 0, res
 
 
 def test_team_quota_per_pool_counts_a_shared_gpu_type_by_partition(pools, pools_conf, batch_pool, clean):

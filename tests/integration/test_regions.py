@@ -233,3 +233,46 @@ def test_why_shows_each_regions_view_of_a_federated_job(regions, clean):
     west_out = west.run([str(TOOL), "why", job], user=USER).out
     assert re.match(rf"job \S+ {job} \({USER}, account {TEAM}, partition gpu\): RUNNING", west_out), west_out
     assert re.search(r"^  west \(here\): RUNNING on west\[01-02\]", west_out, re.M), west_out
+
+
+def test_a_region_whose_controller_is_down(regions, clean):
+    """docs/regions.md, "When a region's controller is down": a job running there keeps
+    running, a federated job waiting in both regions starts in the other, and `mlsched
+    why` names the region that does not answer. The module's last test: west's
+    controller stays down (the module's fixture removes both regions)."""
+    east, west = regions
+    kept = submit(west, "-w", "west01", "--gres=gpu:8", "--clusters=west")
+    west_filler = submit(west, "-w", "west02", "--gres=gpu:8", "--clusters=west")
+    east_fillers = [submit(east, "-w", n, "--gres=gpu:8", "--clusters=east") for n in ("east01", "east02")]
+    for region, job in [(west, kept), (west, west_filler)] + [(east, j) for j in east_fillers]:
+        region.wait_state(job, {"RUNNING"})
+    job = submit(east, "--gres=gpu:8")
+    wait_for(lambda: all(r.run(["squeue", "-h", "--local", "-j", job, "-o", "%T"]).out.strip() == "PENDING"
+                         for r in regions), f"job {job} to wait in both regions")
+
+    res = west.run(["scontrol", "shutdown", "slurmctld"])
+    assert res.rc == 0, res
+    wait_for(lambda: west.run(["scontrol", "ping"]).rc != 0 or "DOWN" in west.run(["scontrol", "ping"]).out,
+             "west's slurmctld to stop")
+    # The job west runs keeps running: slurmd does not need slurmctld for that.
+    step = re.compile(rf"slurmstepd: \[{kept}\.batch\]")
+    assert any(step.search(l) for l in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                                      text=True).stdout.splitlines()), f"job {kept}'s step is gone"
+    # mlsched why in east names west as not answering.
+    out = wait_for(lambda: (o := east.run([str(TOOL), "why", job], user=USER).out) and
+                   "west: no answer from its controller" in o and o,
+                   lambda: f"mlsched why in east to name west as not answering: "
+                           f"{east.run([str(TOOL), 'why', job], user=USER).out}")
+    assert re.search(r"^  east \(here\): PENDING", out, re.M), out
+    print(f"\nmlsched why {job} in east, west's controller down:\n{out}")
+    # east frees a node: the job starts there without west.
+    east.run(["scancel", east_fillers[0]])
+    wait_for(lambda: east.run(["squeue", "-h", "--local", "-j", job, "-o", "%T"]).out.strip() == "RUNNING",
+             lambda: f"job {job} to start in east: {east.run(['squeue', '-h', '--local', '-j', job]).out!r}")
+    assert any(step.search(l) for l in subprocess.run(["ps", "-eo", "args"], capture_output=True,
+                                                      text=True).stdout.splitlines()), f"job {kept}'s step is gone"
+    # Submitting to west fails at submission, with Slurm's message.
+    res = west.run(["sbatch", "--parsable", "-A", TEAM, "-t", "1", "--clusters=west", "-D", west.workdir(USER)],
+                   user=USER, stdin="#!/bin/bash\nsleep 1\n", timeout=180)
+    print(f"sbatch --clusters=west with west's controller down: rc {res.rc}: {res.err.strip()}")
+    assert res.rc != 0 and "'west' can't be reached now" in res.err, res

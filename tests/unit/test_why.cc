@@ -731,6 +731,20 @@ START_TEST(federated_job_shows_each_region) {
   regions[1].here = true;
   ck_assert_ptr_null(running_elsewhere(regions));
 
+  // A region whose controller does not answer is named, from Slurm's list of the
+  // regions holding a copy; it is never taken for the one running the job.
+  std::vector<RegionView> one = {{"east", true, "PENDING", "Resources", 1600, "east[01-02]", ""}};
+  add_silent_regions(one, "east, west");
+  ck_assert_int_eq(one.size(), 2);
+  ck_assert(!one[1].answered);
+  text = format_regions("east", one, 1000);
+  ck_assert_contains(text, "  west: no answer from its controller (down or unreachable); its copy is not shown\n");
+  ck_assert_contains(text, "  first to start as the estimates stand: east (");
+  one[1].state = "RUNNING";
+  ck_assert_ptr_null(running_elsewhere(one));
+  add_silent_regions(one, "east,west");  // each region once
+  ck_assert_int_eq(one.size(), 2);
+
   // Not federated: nothing.
   ck_assert_str_eq(format_regions("", {}, 1000).c_str(), "");
 }

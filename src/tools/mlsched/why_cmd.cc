@@ -719,6 +719,7 @@ std::vector<RegionView> region_views(uint32_t job_id, std::vector<std::string>& 
     return out;
   }
   const std::string here = cluster_name_from_slurmctld();
+  std::string active;  // the regions holding a copy, as the copy here (else any) lists them
   for (uint32_t i = 0; i < m.msg->record_count && out.size() < kMaxRegionsShown; ++i) {
     const slurm_job_info_t& s = m.msg->job_array[i];
     if (s.job_id != job_id) continue;
@@ -731,8 +732,11 @@ std::vector<RegionView> region_views(uint32_t job_id, std::vector<std::string>& 
     v.start = s.start_time;
     v.nodes = v.state == "PENDING" ? str(s.sched_nodes) : str(s.nodes);
     v.select_note = select_reason_of(str(s.system_comment));
+    if (active.empty() || v.here) active = str(s.fed_siblings_active_str);
     out.push_back(std::move(v));
   }
+  // A region whose controller is down sends nothing: name it rather than leave it out.
+  add_silent_regions(out, active);
   return out;
 }
 
@@ -751,7 +755,8 @@ json_object* regions_json(const std::vector<RegionView>& regions) {
     json_object* o = json_object_new_object();
     json_object_object_add(o, "region", jstr(r.region));
     json_object_object_add(o, "here", json_object_new_boolean(r.here));
-    json_object_object_add(o, "state", jstr(r.state));
+    json_object_object_add(o, "state", r.answered ? jstr(r.state) : nullptr);
+    json_object_object_add(o, "answered", json_object_new_boolean(r.answered));
     json_object_object_add(o, "reason", r.reason.empty() ? nullptr : jstr(r.reason));
     json_object_object_add(o, "start_time", r.start > 0 ? json_object_new_int64(r.start) : nullptr);
     json_object_object_add(o, "nodes", r.nodes.empty() ? nullptr : jstr(r.nodes));
