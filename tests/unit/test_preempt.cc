@@ -54,6 +54,13 @@ PreemptCandidate victim_reporting(PreemptCandidate v, int64_t reported) {
   return v;
 }
 
+// A configuration the parser must accept.
+Config accepted(const std::string& text) {
+  const auto r = parse_config(text, "mlsched.conf");
+  ck_assert_msg(r.config.has_value(), "refused: %s: %s", text.c_str(), r.errors.empty() ? "" : r.errors[0].c_str());
+  return *r.config;
+}
+
 // The first error of a configuration the parser must refuse.
 std::string refused(const std::string& text) {
   const auto r = parse_config(text, "mlsched.conf");
@@ -490,9 +497,7 @@ END_TEST
 START_TEST(non_preemptible_preemption_key_is_typed) {
   Config defaults;
   ck_assert(!defaults.preempt_for_non_preemptible);
-  auto r = parse_config("PreemptForNonPreemptible=yes\n", "mlsched.conf");
-  ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
-  ck_assert(r.config->preempt_for_non_preemptible);
+  ck_assert(accepted("PreemptForNonPreemptible=yes\n").preempt_for_non_preemptible);
   ck_assert_contains(refused("PreemptForNonPreemptible=sometimes\n"),
                      "mlsched.conf:1: PreemptForNonPreemptible=sometimes must be yes or no");
 }
@@ -501,11 +506,8 @@ END_TEST
 START_TEST(attained_service_preemption_key_needs_its_levels) {
   Config defaults;
   ck_assert(!defaults.preempt_for_attained_service);
-  auto r = parse_config("PreemptForAttainedService=yes\nAttainedService=team:nlp\n", "mlsched.conf");
-  ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
-  ck_assert(r.config->preempt_for_attained_service);
-  r = parse_config("PreemptForAttainedService=no\n", "mlsched.conf");
-  ck_assert(r.config.has_value());
+  ck_assert(accepted("PreemptForAttainedService=yes\nAttainedService=team:nlp\n").preempt_for_attained_service);
+  ck_assert(!accepted("PreemptForAttainedService=no\n").preempt_for_attained_service);
   ck_assert_contains(refused("# levers\nPreemptForAttainedService=yes\n"),
                      "mlsched.conf:2: PreemptForAttainedService=yes needs AttainedService=");
   ck_assert_contains(refused("PreemptForAttainedService=maybe\nAttainedService=all\n"),
