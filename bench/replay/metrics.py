@@ -34,6 +34,52 @@ def summary(values):
             "p95": percentile(vals, 95), "p99": percentile(vals, 99), "max": max(vals)}
 
 
+def jct_floor(logical, jobs_by_name, speed=None):
+    """Mean JCT that no scheduler can go below on this job list: each finished job's
+    work at its fastest accepted GPU type, with no wait, no communication penalty and
+    no restart (JCT >= work for every job, however it is scheduled). Over the jobs
+    that finished in `logical` (jobs_from_attempts), so that it compares with that
+    run's own mean JCT. speed: {gpu_type: factor}, None or {} for 1.0 everywhere."""
+    speed = speed or {}
+    floors = []
+    for name, j in logical.items():
+        if j["jct"] is None or name not in jobs_by_name:
+            continue
+        job = jobs_by_name[name]
+        types = list(speed) if job["gpu_type"] == "any" else [job["gpu_type"]]
+        fastest = max([speed.get(t, 1.0) for t in types] or [1.0])
+        floors.append(job["work"] / fastest)
+    return sum(floors) / len(floors) if floors else None
+
+
+def parse_sdiag(text):
+    """The scheduler's own cycle figures from `sdiag`: main and backfill cycles
+    (count, mean and max microseconds) and backfill's mean depth. Keys whose line is
+    absent are left out (the format differs a little between Slurm releases)."""
+    out, section = {}, None
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("Main schedule statistics"):
+            section = "main"
+        elif line.startswith("Backfilling stats"):
+            section = "backfill"
+        elif not raw.startswith((" ", "\t")) and line:
+            section = None
+        if section is None or ":" not in line:
+            continue
+        key, _, value = line.partition(":")
+        key = key.strip().lower()
+        field = {"total cycles": "cycles", "mean cycle": "mean_us", "max cycle": "max_us",
+                 "depth mean": "depth_mean"}.get(key)
+        if field is None:
+            continue
+        try:
+            out["%s_%s" % (section, field)] = int(value.split()[0])
+        except (ValueError, IndexError):
+            pass
+    return out
+
+
 def size_class(gpus):
     for name, lo, hi in SIZE_CLASSES:
         if lo <= gpus <= hi:

@@ -18,14 +18,20 @@ def mlsched_profile_text(args):
     scaled = ("; both: PriorityMaxAge %d s (as stock's), PreemptForLargeGangWait %d s (2 h of trace time)"
               % (max(1, args.half_life_minutes) * 60, max(1, round(7200 / args.compression))))
     if getattr(args, "mlsched_profile", "default") != "ml":
-        return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)" + scaled
+        return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)" + scaled + extra_text(args)
     # The levers as the profile file sets them (the file is their one owner).
     with open(os.path.join(REPO, "etc", "mlsched-ml-profile.conf")) as f:
         levers = [l.strip() for l in f if l.strip() and not l.lstrip().startswith("#")
                   and not l.lower().startswith(("attainedservicethresholds", "attainedservicepromoteafter"))]
     return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (%s), levels at %s real GPU-seconds, "
             "promoted after %d s" % (", ".join("`%s`" % l for l in levers), args.attained_thresholds,
-                                      args.attained_promote_after)) + scaled
+                                      args.attained_promote_after)) + scaled + extra_text(args)
+
+
+def extra_text(args):
+    """The --mlsched-set lines of an experiment, after the profile's."""
+    extra = getattr(args, "mlsched_set", None) or []
+    return ("; then, for this experiment (`--mlsched-set`): %s" % ", ".join("`%s`" % kv for kv in extra)) if extra else ""
 
 
 def speed_text(args):
@@ -195,6 +201,8 @@ def run_table(res):
     for key, label in (("jct", "JCT"), ("wait", "queue wait")):
         for st in ("mean", "p50", "p95", "p99"):
             row("%s %s (s)" % (label, st), fmt(s[key][st]), fmt(m[key][st]))
+    if s.get("jct_floor") is not None:
+        row("JCT floor: mean work of the finished jobs at full speed (s)", fmt(s["jct_floor"]), fmt(m.get("jct_floor")))
     for cls in ("1", "2-8", "16+"):
         for key, label in (("wait", "wait"), ("jct", "JCT")):
             a, b = s["by_size"][cls][key], m["by_size"][cls][key]
@@ -235,6 +243,16 @@ def run_table(res):
     if "started_by" in s:
         by = lambda d: ", ".join("%s %d" % (k, v) for k, v in sorted(d.items())) or "-"
         row("runs started by (sacct Flags)", by(s["started_by"]), by(m["started_by"]))
+    if s.get("sdiag") or m.get("sdiag"):
+        def cyc(d):
+            if not d:
+                return "-"
+            ms = lambda us: fmt(us / 1000.0 if us is not None else None)
+            return "main %s x %s / %s ms; backfill %s x %s / %s ms, depth %s" % (
+                d.get("main_cycles", "-"), ms(d.get("main_mean_us")), ms(d.get("main_max_us")),
+                d.get("backfill_cycles", "-"), ms(d.get("backfill_mean_us")), ms(d.get("backfill_max_us")),
+                d.get("backfill_depth_mean", "-"))
+        row("scheduler cycles (sdiag): count x mean / max", cyc(s.get("sdiag")), cyc(m.get("sdiag")))
     row("sbatch refusals; submit lag p99 (s)", "%d; %s" % (s["sbatch_failed"], fmt(s["submit_lag_p99"], 2)),
         "%d; %s" % (m["sbatch_failed"], fmt(m["submit_lag_p99"], 2)))
     return "| metric | stock | mlsched |\n|---|---|---|\n" + "\n".join(rows) + "\n"
@@ -339,6 +357,14 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
             two(s["jain"], m["jain"], 3), "%s / %s" % (pct(s["at_best_level"]), pct(m["at_best_level"])),
             "%d / %d" % (s["preemptions"], m["preemptions"]), "%d / %d" % (s["unfinished"], m["unfinished"])))
     lines.append("")
+    for r in results:
+        s, m = r["stock"], r["mlsched"]
+        if m.get("jct_floor") is not None and s["jct"]["mean"]:
+            lines += ["Run %d: no scheduler's mean JCT on this job list goes below %s s (the finished jobs' "
+                      "work at full speed, with no wait, penalty or restart), so mlsched/stock's mean JCT "
+                      "can be no lower than %.2f here (measured: %.2f)." % (
+                          r["index"], fmt(m["jct_floor"]), m["jct_floor"] / s["jct"]["mean"],
+                          m["jct"]["mean"] / s["jct"]["mean"]), ""]
     for f in failed:
         lines += ["Run %d (load %s, penalty %s) FAILED and is not in this report: `%s`"
                   % (f["index"], f["load"], f["penalty"], f["error"].replace("`", "'").replace("\n", " ")), ""]
@@ -370,7 +396,12 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
               "- Preemption = a run that got the checkpoint signal and was stopped before finishing; GPU-time lost = "
               "its GPUs x (its wall time - the work its checkpoint kept x its penalty), plus, for each resumed run, "
               "its GPUs x the time it spent loading the checkpoint (`--restart-cost`).",
-              "- Fragmentation index = free GPUs on partly used nodes / all free GPUs, sampled every 10 s.", ""]
+              "- Fragmentation index = free GPUs on partly used nodes / all free GPUs, sampled every 10 s.",
+              "- JCT floor = the mean, over a cluster's finished jobs, of each job's work at the fastest GPU type it "
+              "accepts: a job's JCT is never below its work, whatever the scheduler does, so no ratio of mean JCTs "
+              "goes below floor / stock's mean JCT on the same job list.",
+              "- Scheduler cycles: `sdiag` of each controller when the last job ended or the drain cap came "
+              "(main scheduler and backfill: cycles, mean and longest cycle, backfill's mean depth).", ""]
     if sched_cost is not None:
         lines += ["## Scheduler cost", ""]
         if "markdown" in sched_cost:

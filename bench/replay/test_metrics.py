@@ -166,3 +166,60 @@ def test_preemption_loss_counts_work_at_the_runs_speed():
            "start": 0.0, "end": 40.0}
     count, lost = metrics.preemption_losses([seg])
     assert count == 1 and approx(lost, 4 * (40 - 20 * 1.5 / 2.0))
+
+
+def test_jct_floor_is_the_finished_jobs_work_at_their_fastest_type():
+    attempts = [
+        {"name": "r0", "jobid": "1", "state": "COMPLETED", "submit": 0, "start": 5, "end": 25, "gpus": 1, "team": "a"},
+        {"name": "r1", "jobid": "2", "state": "PREEMPTED", "submit": 0, "start": 1, "end": 9, "gpus": 8, "team": "a"},
+        {"name": "r1", "jobid": "2", "state": "COMPLETED", "submit": 0, "start": 30, "end": 90, "gpus": 8, "team": "a"},
+        {"name": "r2", "jobid": "3", "state": "CANCELLED", "submit": 0, "start": None, "end": None, "gpus": 1, "team": "a"},
+    ]
+    jobs = {"r0": {"work": 10.0, "gpu_type": "a100"}, "r1": {"work": 36.0, "gpu_type": "any"},
+            "r2": {"work": 1000.0, "gpu_type": "h100"}}
+    logical = metrics.jobs_from_attempts(attempts)
+    # r2 never finished: not in the floor, as it is not in the run's mean JCT.
+    assert metrics.jct_floor(logical, jobs) == (10.0 + 36.0) / 2
+    # r1 accepts either type and the h100 runs its work 1.8x faster; r0 asked for a100.
+    assert abs(metrics.jct_floor(logical, jobs, {"h100": 1.8, "a100": 1.0}) - (10.0 + 20.0) / 2) < 1e-9
+    assert metrics.jct_floor({}, jobs) is None
+
+
+SDIAG_22_05 = """*******************************************************
+sdiag output at Sun Dec 06 07:50:01 2026 (1796543401)
+*******************************************************
+Server thread count:  3
+Jobs submitted: 1060
+
+Main schedule statistics (microseconds):
+\tLast cycle:   812
+\tMax cycle:    45210
+\tTotal cycles: 402
+\tMean cycle:   2133
+\tMean depth cycle:  17
+\tLast queue length: 3
+
+Backfilling stats
+\tTotal backfilled jobs (since last slurm start): 1055
+\tTotal cycles: 377
+\tLast cycle when: Sun Dec 06 07:49:59 2026 (1796543399)
+\tLast cycle: 4411
+\tMax cycle:  1204332
+\tMean cycle: 88120
+\tLast depth cycle: 4
+\tDepth Mean: 61
+
+Remote Procedure Call statistics by message type
+\tREQUEST_SUBMIT_BATCH_JOB                ( 4003) count:1060   ave_time:1200   total_time:1272000
+"""
+
+
+def test_sdiag_cycles_are_read_per_section():
+    d = metrics.parse_sdiag(SDIAG_22_05)
+    assert d == {"main_cycles": 402, "main_mean_us": 2133, "main_max_us": 45210,
+                 "backfill_cycles": 377, "backfill_mean_us": 88120, "backfill_max_us": 1204332,
+                 "backfill_depth_mean": 61}
+    # 24.11 puts "Main scheduler exit:" between the sections: its lines are not the main cycle's.
+    d = metrics.parse_sdiag(SDIAG_22_05.replace("\\nBackfilling stats", "\\nMain scheduler exit:\\n\\tEnd of job queue: 3\\n\\tMax cycle: 7\\n\\nBackfilling stats"))
+    assert d["main_max_us"] == 45210 and d["backfill_max_us"] == 1204332
+    assert metrics.parse_sdiag("") == {}

@@ -57,3 +57,11 @@ def test_gpu_speed_is_given_to_mlsched_as_gpu_type_speed():
     assert "gputypespeed" not in settings(run.mlsched_conf_lines(a, "60"))
     a.gpu_speed = {"h100": 1.8, "a100": 1.0}
     assert settings(run.mlsched_conf_lines(a, "60"))["gputypespeed"] == ["a100:1,h100:1.8"]
+
+
+def test_mlsched_set_lines_come_last_so_they_win():
+    a = args("ml")
+    a.mlsched_set = ["PreemptForNonPreemptible=yes"]
+    lines = run.mlsched_conf_lines(a, "60")
+    assert lines[-1] == "PreemptForNonPreemptible=yes\n"
+    assert settings(lines)["preemptfornonpreemptible"] == ["yes"]
