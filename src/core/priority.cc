@@ -52,6 +52,8 @@ std::string quota_kind(const Config& config, const std::string& gpu_type, const 
   return config.pool_quota_kinds.count(kind) ? kind : type;
 }
 
+std::string pending_pool(const std::string& partitions) { return partitions.substr(0, partitions.find(',')); }
+
 GpuCounts gpus_by_quota_kind(const Config& config, const GpuCounts& gpus, const std::string& pool) {
   if (config.pool_quota_kinds.empty()) return gpus;
   GpuCounts out;

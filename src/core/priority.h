@@ -60,6 +60,9 @@ uint64_t gpus_of_type(const std::map<std::string, uint32_t>& by_type, const std:
 // TeamQuota names a pool, a kind is just the GPU type. A job's pool is the
 // partition it runs in (a pending job: the partition Slurm tries it in).
 std::string quota_kind(const Config& config, const std::string& gpu_type, const std::string& pool);
+// The pool a pending job counts in, seen from outside slurmctld (the tool): the first
+// partition of its list ("a100,h100" -> "a100"), where Slurm tries it first.
+std::string pending_pool(const std::string& partitions);
 // A job's GPUs by kind: its typed GPUs in `pool` renamed where that pool has a quota.
 GpuCounts gpus_by_quota_kind(const Config& config, const GpuCounts& gpus, const std::string& pool);
 // One node's GPUs and the partitions it belongs to.

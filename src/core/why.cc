@@ -353,7 +353,7 @@ uint32_t guarantee_kept_for(const JobFacts& job, const Snapshot& snap, const std
     if (p.priority == 0 && p.job_id != job.job_id) continue;  // held: priority/mlsched prices it not
     if (p.job_id == job.job_id) self = pending.size();
     const std::string kind = p.gpu_types.size() == 1
-                                 ? quota_kind(snap.config, p.gpu_types[0], p.partition.substr(0, p.partition.find(',')))
+                                 ? quota_kind(snap.config, p.gpu_types[0], pending_pool(p.partition))
                                  : std::string();
     pending.push_back(priced(p.job_id, p.account, kind, p.gpus, p.submit_time, p.eligible));
   }
@@ -393,7 +393,7 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
     // With quotas per pool, against that type in the first pool it names (where
     // Slurm tries it first).
     if (req.gpu_types.size() == 1 && present.size() == 1)
-      t.gpu_type = quota_kind(snap.config, present[0], job.partition.substr(0, job.partition.find(',')));
+      t.gpu_type = quota_kind(snap.config, present[0], pending_pool(job.partition));
   }
   auto v = snap.teams.find(job.account);
   if (v != snap.teams.end()) {

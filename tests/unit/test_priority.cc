@@ -326,6 +326,10 @@ START_TEST(quota_per_pool_counts_a_types_gpus_by_partition) {
   ck_assert_str_eq(quota_kind(c, "", "train").c_str(), "");           // untyped: all kinds
   ck_assert_str_eq(quota_kind(config_from(""), "a100", "train").c_str(), "a100");
   ck_assert_str_eq(type_of_quota_kind("a100@train").c_str(), "a100");
+  // A pending job that names several pools counts in the first (Slurm tries it there first).
+  ck_assert_str_eq(pending_pool("train,infer").c_str(), "train");
+  ck_assert_str_eq(pending_pool("infer").c_str(), "infer");
+  ck_assert_str_eq(pending_pool("").c_str(), "");
   // Two a100 nodes in train, one in infer, one h100 node in both: partition train's
   // a100 GPUs are their own kind; a node counts in the first pool with a quota.
   std::vector<NodeGpus> nodes = {{{{"a100", 8}}, {"train"}}, {{{"a100", 8}}, {"infer", "train"}},

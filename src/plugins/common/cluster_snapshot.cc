@@ -113,4 +113,21 @@ NodeCondition node_condition(const node_record_t* node_ptr) {
   return c;
 }
 
+std::vector<std::vector<std::string>> partitions_of_nodes(const Config& config) {
+  std::vector<std::vector<std::string>> out;
+  List parts = ctld::partition_list();
+  if (config.pool_quota_kinds.empty() || !parts) return out;
+  const int count = ctld::node_count();
+  out.resize(count > 0 ? count : 0);
+  ListIterator it = list_iterator_create(parts);
+  while (auto* part_ptr = static_cast<part_record_t*>(list_next(it))) {
+    if (!part_ptr->node_bitmap || !part_ptr->name) continue;
+    const int bits = bit_size(part_ptr->node_bitmap);
+    for (int i = 0; i < count && i < bits; i++)
+      if (bit_test(part_ptr->node_bitmap, i)) out[i].push_back(part_ptr->name);
+  }
+  list_iterator_destroy(it);
+  return out;
+}
+
 }  // namespace mlsched::plugin

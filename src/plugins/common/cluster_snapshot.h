@@ -19,6 +19,12 @@ namespace mlsched::plugin {
 // A node record's state flags, for core's usable_node(). Caller holds the node read lock.
 NodeCondition node_condition(const struct node_record* node_ptr);
 
+// The partitions each node is in, indexed like slurmctld's node table (core's
+// NodeGpus.pools). Empty unless a TeamQuota names a pool: only then do partitions
+// change what a team's GPUs count as (core quota_kind), and the walk over
+// partitions x nodes is skipped otherwise. Caller holds the node and partition read locks.
+std::vector<std::vector<std::string>> partitions_of_nodes(const Config& config);
+
 // The static model plus, for each of its nodes, the index of that node in
 // slurmctld's node_record_table_ptr (which may have holes).
 struct ClusterModel {

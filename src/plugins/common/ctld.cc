@@ -39,4 +39,8 @@ time_t last_node_update() {
   static time_t* const p = lookup<time_t>("last_node_update");
   return value_of<time_t>(p, 0);
 }
+List partition_list() {
+  static List* const p = lookup<List>("part_list");
+  return value_of<List>(p, nullptr);
+}
 }  // namespace mlsched::plugin::ctld

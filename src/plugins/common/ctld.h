@@ -20,6 +20,7 @@ bool in_slurmctld();
 node_record_t** node_table();  // node_record_table_ptr; may contain NULL holes
 int node_count();              // size of node_table()
 time_t last_node_update();     // changes whenever a node record changes
+List partition_list();         // part_list: the partitions (part_record_t); may be NULL
 // The switch table moved between releases: release::switches() (release.h).
 
 }  // namespace mlsched::plugin::ctld

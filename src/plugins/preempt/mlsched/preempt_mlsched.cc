@@ -47,7 +47,6 @@
 // slurmctld's tables; weak so the plugin load test (libslurmfull, no controller)
 // can dlopen it. Only slurmctld loads preempt plugins, and it defines them.
 #pragma weak job_list
-#pragma weak part_list
 #pragma weak last_job_update
 #pragma weak assoc_mgr_assoc_list
 #pragma weak assoc_mgr_root_assoc
@@ -202,27 +201,14 @@ std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, uns
 
   node_record_t** table = mlsched::plugin::ctld::node_table();
   // The partitions of each node, where a TeamQuota names one (quotas per pool).
-  std::map<int, std::vector<std::string>> pools_of_node;
-  if (!config.pool_quota_kinds.empty() && part_list) {
-    ListIterator it = list_iterator_create(part_list);
-    while (auto* part_ptr = static_cast<part_record_t*>(list_next(it))) {
-      if (!part_ptr->node_bitmap || !part_ptr->name) continue;
-      for (size_t i = 0; i < model->cluster.nodes().size(); ++i) {
-        const int idx = static_cast<int>(model->slurm_index[i]);
-        if (idx < bit_size(part_ptr->node_bitmap) && bit_test(part_ptr->node_bitmap, idx))
-          pools_of_node[idx].push_back(part_ptr->name);
-      }
-    }
-    list_iterator_destroy(it);
-  }
+  const auto pools_of_node = mlsched::plugin::partitions_of_nodes(config);
   std::vector<mlsched::NodeGpus> gpu_nodes;
   for (size_t i = 0; i < model->cluster.nodes().size(); ++i) {
     const auto& n = model->cluster.nodes()[i];
     if (n.gpus == 0) continue;
     mlsched::NodeGpus g;
     g.by_type[mlsched::lowercase(n.gpu_type)] = n.gpus;
-    auto pools = pools_of_node.find(static_cast<int>(model->slurm_index[i]));
-    if (pools != pools_of_node.end()) g.pools = pools->second;
+    if (model->slurm_index[i] < pools_of_node.size()) g.pools = pools_of_node[model->slurm_index[i]];
     gpu_nodes.push_back(std::move(g));
     mlsched::PreemptNode pn{n.name, n.gpu_type, n.nvlink_domain, 0};
     const node_record_t* node_ptr = table ? table[model->slurm_index[i]] : nullptr;

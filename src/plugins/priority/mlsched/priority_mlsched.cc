@@ -35,6 +35,7 @@
 #include "core/fairshare.h"
 #include "core/priority.h"
 #include "core/text.h"
+#include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
 #include "plugins/common/guard.h"
 #include "plugins/common/job_records.h"
@@ -47,7 +48,6 @@
 // linked to the public libslurm define none of these: weak references let the
 // plugin load there (it never touches them outside slurmctld).
 #pragma weak job_list
-#pragma weak part_list
 #pragma weak last_job_update
 #pragma weak assoc_mgr_assoc_list
 #pragma weak assoc_mgr_root_assoc
@@ -321,16 +321,8 @@ std::map<std::string, uint32_t> cluster_gpus_by_kind(const mlsched::Config& conf
     }
   }
   // Partitions matter only where a quota names one.
-  if (!config.pool_quota_kinds.empty() && part_list) {
-    ListIterator it = list_iterator_create(part_list);
-    while (auto* part_ptr = static_cast<part_record_t*>(list_next(it))) {
-      if (!part_ptr->node_bitmap || !part_ptr->name) continue;
-      const int bits = bit_size(part_ptr->node_bitmap);
-      for (int i = 0; i < count && i < bits; i++)
-        if (bit_test(part_ptr->node_bitmap, i)) nodes[i].pools.push_back(part_ptr->name);
-    }
-    list_iterator_destroy(it);
-  }
+  const auto pools_of_node = mlsched::plugin::partitions_of_nodes(config);
+  for (size_t i = 0; i < pools_of_node.size() && i < nodes.size(); i++) nodes[i].pools = pools_of_node[i];
   return mlsched::cluster_gpus_by_quota_kind(config, nodes);
 }
 
