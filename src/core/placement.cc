@@ -403,9 +403,11 @@ const std::vector<std::string>& acceptable_types(const GpuNodeIndex& index, cons
   return request.gpu_types.empty() ? index.gpu_types : request.gpu_types;
 }
 
-AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request) {
+AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request, bool federated) {
   AttemptPlan plan;
-  plan.attempts.push_back({AttemptStep::ever_fits, index.of_types(request.gpu_types), "", false, false});
+  std::vector<size_t> nodes = index.of_types(request.gpu_types);
+  if (nodes.empty() && federated) nodes = index.of_types({});
+  plan.attempts.push_back({AttemptStep::ever_fits, std::move(nodes), "", false, false});
   return plan;
 }
 

@@ -143,8 +143,12 @@ struct AttemptPlan {
 };
 // The GPU types a request accepts: its list, or every type the cluster has.
 const std::vector<std::string>& acceptable_types(const GpuNodeIndex& index, const PlacementRequest& request);
-// Test-only: "could it ever run" on an acceptable type.
-AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request);
+// Test-only: "could it ever run" on an acceptable type. A federated job whose GPU
+// types this cluster has none of is a copy that Slurm keeps here only to track the
+// job (docs/regions.md: its types are in other regions, and this region is not among
+// its viable siblings), yet Slurm tests it at submission like any job: it is tested on
+// every GPU node, and every other attempt still offers it none of them.
+AttemptPlan ever_fits_attempts(const GpuNodeIndex& index, const PlacementRequest& request, bool federated = false);
 // Will-run: when could it start (the caller keeps the earliest answer).
 AttemptPlan will_run_attempts(const Cluster& cluster, const GpuNodeIndex& index, const ClusterState& now,
                               const std::vector<bool>& eligible, const PlacementRequest& request,

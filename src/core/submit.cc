@@ -164,19 +164,34 @@ namespace {
 
 // GPU types: the user's list, checked against what the cluster has and against any
 // type already written in --gres/--gpus; a locality needs GPUs to place.
-void check_gpu_types(JobDirectives& d, const GpuRequest& gpus, const Cluster& cluster, SubmitPlan& plan) {
+// A federated job may name a type that only another region has (req.other_region_gpu_types):
+// it stays in the list, and `here` gets the types this cluster has, the ones it is
+// placed and rewritten for.
+void check_gpu_types(JobDirectives& d, const GpuRequest& gpus, const JobRequest& req, const Cluster& cluster,
+                     std::vector<std::string>& here, SubmitPlan& plan) {
   if (d.was_given("gpu-type")) {
     std::vector<std::string> canonical;
+    const auto& elsewhere = req.other_region_gpu_types;
     for (const auto& t : d.gpu_types) {
       auto c = cluster.canonical_gpu_type(t);
-      if (!c) {
-        auto have = cluster.gpu_types();
-        plan.errors.push_back("gpu-type=" + shown(join(d.gpu_types, ",")) + ": this cluster has no " + shown(t) +
-                              " GPUs (it has " + (have.empty() ? std::string("none") : join(have, ", ")) +
-                              ")");
+      if (c) {
+        canonical.push_back(*c);
+        here.push_back(*c);
         continue;
       }
-      canonical.push_back(*c);
+      // A sibling copy's list was checked by the origin, against every region.
+      if (req.sibling_copy ||
+          (elsewhere && std::find(elsewhere->begin(), elsewhere->end(), lowercase(t)) != elsewhere->end())) {
+        canonical.push_back(lowercase(t));
+        continue;
+      }
+      auto have = cluster.gpu_types();
+      std::string msg = "gpu-type=" + shown(join(d.gpu_types, ",")) + ": this cluster has no " + shown(t) +
+                        " GPUs (it has " + (have.empty() ? std::string("none") : join(have, ", ")) + ")";
+      if (elsewhere)
+        msg += ", nor does another region of its federation (they have " +
+               (elsewhere->empty() ? std::string("none") : join(*elsewhere, ", ")) + ")";
+      plan.errors.push_back(msg);
     }
     d.gpu_types = canonical;
     if (!gpus.any())
@@ -191,6 +206,7 @@ void check_gpu_types(JobDirectives& d, const GpuRequest& gpus, const Cluster& cl
   } else if (!gpus.types.empty()) {
     // The request already names its type: record it so the other plugins see it.
     for (const auto& t : gpus.types) d.gpu_types.push_back(cluster.canonical_gpu_type(t).value_or(t));
+    here = d.gpu_types;
   }
   if (d.was_given("locality") && d.locality != Locality::any && !gpus.any())
     plan.errors.push_back("locality=" + to_string(d.locality) +
@@ -306,8 +322,32 @@ void apply_requeue(const JobDirectives& d, const JobRequest& req, SubmitPlan& pl
 
 }  // namespace
 
-SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster) {
+JobRequest without_origin_rewrite(JobRequest req, const std::vector<std::string>& gpu_types) {
+  auto listed = [&](const std::string& t) {
+    return std::any_of(gpu_types.begin(), gpu_types.end(), [&](const std::string& g) { return lowercase(g) == lowercase(t); });
+  };
+  for (std::string* tres : {&req.tres_per_node, &req.tres_per_job, &req.tres_per_task, &req.tres_per_socket}) {
+    if (tres->empty()) continue;
+    auto items = request_items(*tres);
+    for (auto& it : items)
+      if (it.name == "gpu" && !it.type.empty() && listed(it.type)) it.type.clear();
+    *tres = format_tres(items);
+  }
+  // "[a|b]" or "<user's constraint>&[a|b]", as rewrite_gpu_types writes it.
+  const size_t open = req.features.rfind('[');
+  if (open != std::string::npos && !req.features.empty() && req.features.back() == ']' &&
+      (open == 0 || req.features[open - 1] == '&')) {
+    const auto names = split(req.features.substr(open + 1, req.features.size() - open - 2), '|');
+    if (!names.empty() && std::all_of(names.begin(), names.end(), listed))
+      req.features.erase(open == 0 ? 0 : open - 1);
+  }
+  if (!req.prefer.empty() && listed(req.prefer)) req.prefer.clear();
+  return req;
+}
+
+SubmitPlan plan_submit(const JobRequest& given, const Config& config, const Cluster& cluster) {
   SubmitPlan plan;
+  JobRequest req = given;
   const RawDirectives raw = read_directives(req.script, req.comment, req.het_component);
   // A pipeline stage's membership words, checked and stored whether or not the job
   // has directives.
@@ -333,6 +373,7 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
   plan.notes_dropped = resolved.notes_dropped;
   if (!resolved.directives) return plan;
   JobDirectives d = *resolved.directives;
+  if (given.sibling_copy) req = without_origin_rewrite(req, d.gpu_types);
 
   GpuRequest gpus;
   try {
@@ -341,17 +382,37 @@ SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluste
     plan.errors.push_back(std::string("cannot read the job's GPU request: ") + e.what());
     return plan;
   }
-  check_gpu_types(d, gpus, cluster, plan);
+  std::vector<std::string> here;
+  check_gpu_types(d, gpus, req, cluster, here, plan);
   if (!plan.errors.empty()) return plan;
-  check_gang(d, gpus, req, cluster, plan);
-  if (!plan.errors.empty()) return plan;
-  rewrite_gpu_types(d, gpus, req, cluster, plan);
-  if (!plan.errors.empty()) return plan;
+  // Placed and rewritten for the types this cluster has; a job whose types are all in
+  // other regions is neither: this cluster keeps only the federation's tracking copy.
+  if (d.gpu_types.empty() || !here.empty()) {
+    JobDirectives local = d;
+    local.gpu_types = here;
+    check_gang(local, gpus, req, cluster, plan);
+    if (!plan.errors.empty()) return plan;
+    rewrite_gpu_types(local, gpus, req, cluster, plan);
+    if (!plan.errors.empty()) return plan;
+  }
+  if (req.other_region_gpu_types && !req.sibling_copy && d.was_given("gpu-type") && req.cluster_features.empty())
+    plan.cluster_features = join(d.gpu_types, ",");
   if (!apply_checkpoint_signal(d, req, config, plan)) return plan;
   apply_requeue(d, req, plan);
 
   plan.directives = d;
   plan.stored = std::string(kStoredPrefix) + " " + d.to_string() + (membership.empty() ? "" : " " + membership);
+  // A sibling copy: what the origin's rewrite put in and this region's plan did not
+  // replace goes back to what the user asked for.
+  const auto restore = [](std::optional<std::string>& out, const std::string& was, const std::string& now) {
+    if (!out && was != now) out = now;
+  };
+  restore(plan.tres_per_node, given.tres_per_node, req.tres_per_node);
+  restore(plan.tres_per_job, given.tres_per_job, req.tres_per_job);
+  restore(plan.tres_per_task, given.tres_per_task, req.tres_per_task);
+  restore(plan.tres_per_socket, given.tres_per_socket, req.tres_per_socket);
+  restore(plan.features, given.features, req.features);
+  restore(plan.prefer, given.prefer, req.prefer);
   return plan;
 }
 

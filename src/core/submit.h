@@ -37,6 +37,16 @@ struct JobRequest {
   // preference twice, once with and once without it, which lengthens every
   // scheduling pass for nothing).
   bool placement_orders_types = false;
+  // Regions (docs/regions.md). The GPU types that the other regions this federated
+  // job may go to declare as their cluster features (sacctmgr ... set features=a100);
+  // nullopt when the job is not federated or some region declares no features, and
+  // then only this cluster's types are accepted.
+  std::optional<std::vector<std::string>> other_region_gpu_types;
+  std::string cluster_features;  // --cluster-constraint as given
+  // A sibling region's copy of a federated job: the origin region's job_submit/mlsched
+  // already rewrote it for the origin's GPU types, and that rewrite is redone here
+  // for this region's.
+  bool sibling_copy = false;
 };
 
 // GPUs a submission asks for, summed over its TRES strings.
@@ -77,6 +87,9 @@ struct SubmitPlan {
   // Values to write back into the job; nullopt leaves the field as it is.
   std::optional<std::string> tres_per_node, tres_per_job, tres_per_task, tres_per_socket;
   std::optional<std::string> features, prefer;
+  // A federated job's gpu-type list as --cluster-constraint, so that only regions
+  // that have one of the types get a sibling copy.
+  std::optional<std::string> cluster_features;
   std::optional<int> warn_signal;
   std::optional<uint32_t> warn_time;
   bool warn_batch_only = false;  // deliver the signal to the batch shell (--signal=B:...)
@@ -93,6 +106,11 @@ struct SubmitPlan {
 };
 
 SubmitPlan plan_submit(const JobRequest& req, const Config& config, const Cluster& cluster);
+
+// A sibling copy as the user submitted it, before the origin's rewrite for `gpu_types`
+// (the job's directives): GPU items typed with one of them untyped again, the
+// "[a|b]" appended to --constraint and a --prefer naming one of them removed.
+JobRequest without_origin_rewrite(JobRequest req, const std::vector<std::string>& gpu_types);
 
 // ==== updates of a submitted job (job_modify) ===================================
 // Directives are fixed at submission: they are stored in the admin comment, which

@@ -235,6 +235,51 @@ def test_why_shows_each_regions_view_of_a_federated_job(regions, clean):
     assert re.search(r"^  west \(here\): RUNNING on west\[01-02\]", west_out, re.M), west_out
 
 
+def local_job(region, job):
+    """`scontrol show job -d` of this region's own copy of a federated job."""
+    res = region.run(["scontrol", "--local", "show", "job", "-d", job])
+    assert res.rc == 0, res
+    return res.out
+
+
+def test_a_gpu_type_only_another_region_has_is_sent_there(regions, clean):
+    """docs/regions.md point 1: scripts/cluster declares each region's GPU types as its
+    cluster features; job_submit/mlsched in the origin accepts a type only another region
+    has, asks Slurm for siblings only where the job's types are (--cluster-constraint),
+    and each sibling rewrites the job for its own types."""
+    east, west = regions
+    features = east.run(["sacctmgr", "-n", "-P", "show", "cluster", "format=cluster,features"]).out
+    assert "east|h100" in features and "west|a100" in features, features
+    # A type no region has: refused at the origin, with what each has.
+    res, _ = east.sbatch(USER, "#!/bin/bash\n#MLSCHED gpu-type=v100\nsleep 600\n", "-A", TEAM, "-t", "10",
+                         "--gres=gpu:2")
+    assert res.rc != 0, res
+    assert ("gpu-type=v100: this cluster has no v100 GPUs (it has h100), nor does another region of its "
+            "federation (they have a100)") in res.err, res.err
+    # a100, only west has it: east keeps the federation's tracking copy, west runs it.
+    job = submit(east, "--gres=gpu:2", directives=("gpu-type=a100",))
+    wait_for(lambda: west.run(["squeue", "-h", "--local", "-j", job, "-o", "%T"]).out.strip() == "RUNNING",
+             lambda: f"job {job} to run in west: {west.run(['squeue', '-h', '--local', '-j', job]).out!r}")
+    # scontrol shows the origin's copy unless asked for this region's (--local).
+    detail = local_job(west, job)
+    assert re.search(r"GRES=gpu:a100:2\(IDX:\d", detail), detail
+    origin = east.show_job(job)
+    assert east.job_field(job, "ClusterFeatures") == "a100", origin
+    assert east.job_field(job, "FedViableSiblings") == "west", origin
+    # A list the regions split, with east full: the sibling in west is rewritten for a100.
+    fillers = [submit(east, "-w", n, "--gres=gpu:8", "--clusters=east") for n in ("east01", "east02")]
+    for j in fillers:
+        east.wait_state(j, {"RUNNING"})
+    both = submit(east, "--gres=gpu:4", directives=("gpu-type=h100,a100",))
+    assert east.job_field(both, "ClusterFeatures") == "h100,a100", east.show_job(both)
+    wait_for(lambda: west.run(["squeue", "-h", "--local", "-j", both, "-o", "%T"]).out.strip() == "RUNNING",
+             lambda: f"job {both} to run in west: {west.run(['squeue', '-h', '--local', '-j', both]).out!r}; "
+                     f"east: {east.run(['squeue', '-h', '--local', '-j', both, '-o', '%T %r']).out!r}")
+    detail = local_job(west, both)
+    assert re.search(r"GRES=gpu:a100:4\(IDX:\d", detail), detail
+    assert "AdminComment=mlsched: type=training gpu-type=h100,a100 " in detail, detail
+
+
 def test_a_region_whose_controller_is_down(regions, clean):
     """docs/regions.md, "When a region's controller is down": a job running there keeps
     running, a federated job waiting in both regions starts in the other, and `mlsched

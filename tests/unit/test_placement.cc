@@ -418,10 +418,28 @@ START_TEST(speed_aware_type_choice) {
 }
 END_TEST
 
+START_TEST(a_federated_jobs_tracking_copy_passes_the_submission_test) {
+  Cluster c;
+  for (const char* n : {"e1", "e2"}) c.add_node(GpuNode{n, "h100", 8, {}, "", "", {"h100"}});
+  const GpuNodeIndex index = GpuNodeIndex::of(c);
+  PlacementRequest a100;
+  a100.gpu_types = {"a100"};
+  // Not federated: a type the cluster lacks never fits (sbatch is refused).
+  ck_assert(ever_fits_attempts(index, a100).attempts.front().nodes.empty());
+  // Federated, with its types in another region: tested on every GPU node here...
+  ck_assert_int_eq(ever_fits_attempts(index, a100, true).attempts.front().nodes.size(), 2);
+  // ...and a type this cluster has keeps its own nodes.
+  PlacementRequest h100;
+  h100.gpu_types = {"h100", "a100"};
+  ck_assert_int_eq(ever_fits_attempts(index, h100, true).attempts.front().nodes.size(), 2);
+}
+END_TEST
+
 Suite* placement_suite() {
   Suite* s = suite_create("placement");
   TCase* tc = tcase_create("placement");
   tcase_add_test(tc, domain_gang_skips_free_gpus_that_come_first);
+  tcase_add_test(tc, a_federated_jobs_tracking_copy_passes_the_submission_test);
   tcase_add_test(tc, strict_waits_with_numbers_prefer_spreads);
   tcase_add_test(tc, type_list_takes_second_type_when_first_is_full);
   tcase_add_test(tc, small_jobs_pack_onto_partly_used_nodes);

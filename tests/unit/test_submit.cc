@@ -388,12 +388,105 @@ START_TEST(gang_request_is_one_normalization) {
 }
 END_TEST
 
+
+// A region of one GPU type, as scripts/cluster's region shapes are.
+static Cluster region_of(const char* type) {
+  Cluster c;
+  for (const char* n : {"r1", "r2"}) c.add_node(GpuNode{n, type, 8, {}, "", "", {type}});
+  return c;
+}
+
+START_TEST(a_type_only_another_region_has_is_left_to_that_region) {
+  // east (h100) is the origin; west declares a100 as a cluster feature.
+  JobRequest r = job("gpu-type=a100");
+  r.other_region_gpu_types = std::vector<std::string>{"a100"};
+  SubmitPlan p = plan_submit(r, Config{}, region_of("h100"));
+  ck_assert_msg(p.accepted(), "%s", p.user_message().c_str());
+  ck_assert(!p.tres_per_node && !p.features && !p.prefer);  // nothing east could run
+  ck_assert_string_eq(p.cluster_features.value().c_str(), "a100");
+  ck_assert_contains(p.stored, "gpu-type=a100");
+  // A list the regions split: east rewrites for its h100; siblings go where either is.
+  r = job("gpu-type=h100,A100");
+  r.other_region_gpu_types = std::vector<std::string>{"a100"};
+  p = plan_submit(r, Config{}, region_of("h100"));
+  ck_assert_msg(p.accepted(), "%s", p.user_message().c_str());
+  ck_assert_string_eq(p.tres_per_node.value().c_str(), "gres:gpu:h100:8");
+  ck_assert_string_eq(p.cluster_features.value().c_str(), "h100,a100");
+  ck_assert_contains(p.stored, "gpu-type=h100,a100");
+  // The user's own --cluster-constraint stays.
+  r.cluster_features = "eu";
+  ck_assert(!plan_submit(r, Config{}, region_of("h100")).cluster_features);
+}
+END_TEST
+
+START_TEST(a_type_no_region_has_is_refused_with_what_each_has) {
+  JobRequest r = job("gpu-type=v100");
+  r.other_region_gpu_types = std::vector<std::string>{"a100"};
+  SubmitPlan p = plan_submit(r, Config{}, region_of("h100"));
+  ck_assert(!p.accepted());
+  ck_assert_contains(p.user_message(), "gpu-type=v100: this cluster has no v100 GPUs (it has h100), nor does another "
+                                       "region of its federation (they have a100)");
+  // Not federated (or a region declares no features): only this cluster's types.
+  r = job("gpu-type=a100");
+  p = plan_submit(r, Config{}, region_of("h100"));
+  ck_assert(!p.accepted());
+  ck_assert_contains(p.user_message(), "gpu-type=a100: this cluster has no a100 GPUs (it has h100)");
+  ck_assert(p.user_message().find("region") == std::string::npos);
+}
+END_TEST
+
+START_TEST(a_sibling_copy_is_rewritten_for_its_own_region) {
+  // What east's rewrite of `gpu-type=h100,a100` sends west: typed for h100.
+  JobRequest r = job("gpu-type=h100,a100", "gres:gpu:h100:8");
+  r.cluster_features = "h100,a100";
+  r.sibling_copy = true;
+  SubmitPlan p = plan_submit(r, Config{}, region_of("a100"));
+  ck_assert_msg(p.accepted(), "%s", p.user_message().c_str());
+  ck_assert_string_eq(p.tres_per_node.value().c_str(), "gres:gpu:a100:8");
+  ck_assert(!p.cluster_features);  // the origin's stays
+  // From an origin with both types: "[h100|a100]" and --prefer=h100 go, then a100 only.
+  r = job("gpu-type=h100,a100");
+  r.features = "bigmem&[h100|a100]";
+  r.prefer = "h100";
+  r.sibling_copy = true;
+  p = plan_submit(r, Config{}, region_of("a100"));
+  ck_assert_msg(p.accepted(), "%s", p.user_message().c_str());
+  ck_assert_string_eq(p.tres_per_node.value().c_str(), "gres:gpu:a100:8");
+  ck_assert_string_eq(p.features.value().c_str(), "bigmem");
+  ck_assert_string_eq(p.prefer.value().c_str(), "");
+  // Without sibling_copy the same request is the user's own, and conflicts.
+  r.sibling_copy = false;
+  r.tres_per_node = "gres:gpu:h100:8";
+  ck_assert(!plan_submit(r, Config{}, region_of("a100")).accepted());
+}
+END_TEST
+
+START_TEST(origin_rewrite_is_undone_only_for_the_jobs_types) {
+  JobRequest r;
+  r.tres_per_node = "gres:gpu:h100:8,gres:shard:2";
+  r.tres_per_job = "gres:gpu:v100:2";
+  r.features = "[x|y]";
+  r.prefer = "bigmem";
+  JobRequest u = without_origin_rewrite(r, {"H100", "a100"});
+  ck_assert_string_eq(u.tres_per_node.c_str(), "gres:gpu:8,gres:shard:2");
+  ck_assert_string_eq(u.tres_per_job.c_str(), "gres:gpu:v100:2");  // not one of the job's types
+  ck_assert_string_eq(u.features.c_str(), "[x|y]");                // the user's own
+  ck_assert_string_eq(u.prefer.c_str(), "bigmem");
+  r.features = "[h100|a100]";
+  ck_assert_string_eq(without_origin_rewrite(r, {"h100", "a100"}).features.c_str(), "");
+}
+END_TEST
+
 Suite* submit_suite() {
   Suite* s = suite_create("submit");
   TCase* tc = tcase_create("plan");
   // The 300,000-line submission takes seconds under the sanitizers (--enable-sanitizers).
   tcase_set_timeout(tc, 120);
   tcase_add_test(tc, plain_jobs_are_left_alone);
+  tcase_add_test(tc, a_type_only_another_region_has_is_left_to_that_region);
+  tcase_add_test(tc, a_type_no_region_has_is_refused_with_what_each_has);
+  tcase_add_test(tc, a_sibling_copy_is_rewritten_for_its_own_region);
+  tcase_add_test(tc, origin_rewrite_is_undone_only_for_the_jobs_types);
   tcase_add_test(tc, a_flood_of_bad_lines_gives_a_bounded_message);
   tcase_add_test(tc, long_keys_and_values_are_cut_when_echoed);
   tcase_add_test(tc, control_bytes_are_escaped_in_messages);

@@ -43,4 +43,12 @@ List partition_list() {
   static List* const p = lookup<List>("part_list");
   return value_of<List>(p, nullptr);
 }
+slurmdb_federation_rec_t* federation() {
+  static slurmdb_federation_rec_t** const p = lookup<slurmdb_federation_rec_t*>("fed_mgr_fed_rec");
+  return value_of<slurmdb_federation_rec_t*>(p, nullptr);
+}
+slurmdb_cluster_rec_t* federation_self() {
+  static slurmdb_cluster_rec_t** const p = lookup<slurmdb_cluster_rec_t*>("fed_mgr_cluster_rec");
+  return value_of<slurmdb_cluster_rec_t*>(p, nullptr);
+}
 }  // namespace mlsched::plugin::ctld

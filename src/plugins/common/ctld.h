@@ -21,6 +21,10 @@ node_record_t** node_table();  // node_record_table_ptr; may contain NULL holes
 int node_count();              // size of node_table()
 time_t last_node_update();     // changes whenever a node record changes
 List partition_list();         // part_list: the partitions (part_record_t); may be NULL
+// The federation this cluster is in (fed_mgr_fed_rec) and this cluster's record in it
+// (fed_mgr_cluster_rec); NULL when it is in none. Caller holds the federation read lock.
+slurmdb_federation_rec_t* federation();
+slurmdb_cluster_rec_t* federation_self();
 // The switch table moved between releases: release::switches() (release.h).
 
 }  // namespace mlsched::plugin::ctld

@@ -1,6 +1,7 @@
 // job_submit/mlsched: reads ML directives (#MLSCHED lines, --comment "mlsched: ...")
 // at submission, refuses bad ones with a message sbatch prints, and rewrites the job
 // so Slurm asks for what they mean. The decision itself is core's plan_submit().
+#include <algorithm>
 #include <csignal>
 #include <exception>
 #include <string>
@@ -10,6 +11,7 @@
 #include "core/text.h"
 #include "plugins/common/cluster_snapshot.h"
 #include "plugins/common/config_store.h"
+#include "plugins/common/ctld.h"
 #include "plugins/common/guard.h"
 #include "plugins/common/release.h"
 #include "plugins/common/slurm_headers.h"
@@ -60,10 +62,50 @@ mlsched::JobRequest copy_request(const job_desc_msg_t* job_desc) {
   return req;
 }
 
+// A federated job's view of the other regions (docs/regions.md): the GPU types they
+// declare as cluster features, when every region of the federation declares some,
+// and whether this request is a sibling copy sent by the origin region. The
+// federation read lock is held by job_submit's callers, origin and sibling alike.
+void add_regions(const job_desc_msg_t* job_desc, uint32_t submit_uid, mlsched::JobRequest& req) {
+  slurmdb_federation_rec_t* fed = mlsched::plugin::ctld::federation();
+  slurmdb_cluster_rec_t* self = mlsched::plugin::ctld::federation_self();
+  if (!fed || !fed->cluster_list || !self || !self->name) return;
+  req.cluster_features = str(job_desc->cluster_features);
+  // Only the origin sends a copy with the viable siblings set, as uid 0 (fed_mgr.c).
+  req.sibling_copy = submit_uid == 0 && job_desc->fed_siblings_viable != 0;
+  // --clusters limits where a federated job may go.
+  std::vector<std::string> allowed;
+  for (const auto& c : mlsched::split(mlsched::lowercase(str(job_desc->clusters)), ','))
+    if (!mlsched::trim(c).empty()) allowed.push_back(mlsched::trim(c));
+  std::vector<std::string> types;
+  bool all_declare = true;
+  ListIterator it = list_iterator_create(fed->cluster_list);
+  while (auto* c = static_cast<slurmdb_cluster_rec_t*>(list_next(it))) {
+    if (!c->name) continue;
+    if (!c->fed.feature_list || list_count(c->fed.feature_list) == 0) {
+      all_declare = false;
+      break;
+    }
+    const std::string name = mlsched::lowercase(c->name);
+    if (name == mlsched::lowercase(self->name)) continue;
+    if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), name) == allowed.end()) continue;
+    ListIterator f = list_iterator_create(c->fed.feature_list);
+    while (auto* feature = static_cast<char*>(list_next(f)))
+      if (types.size() < 256) types.push_back(mlsched::lowercase(feature));
+    list_iterator_destroy(f);
+  }
+  list_iterator_destroy(it);
+  if (!all_declare) return;
+  std::sort(types.begin(), types.end());
+  types.erase(std::unique(types.begin(), types.end()), types.end());
+  req.other_region_gpu_types = types;
+}
+
+// nullopt leaves the field; "" clears it.
 void replace(char** field, const std::optional<std::string>& value) {
   if (!value) return;
   xfree(*field);
-  *field = xstrdup(value->c_str());
+  *field = value->empty() ? nullptr : xstrdup(value->c_str());
 }
 
 // Writes the plan back into the request.
@@ -74,6 +116,7 @@ void apply(const mlsched::SubmitPlan& plan, job_desc_msg_t* job_desc) {
   replace(&job_desc->tres_per_socket, plan.tres_per_socket);
   replace(&job_desc->features, plan.features);
   replace(&job_desc->prefer, plan.prefer);
+  replace(&job_desc->cluster_features, plan.cluster_features);
   if (plan.warn_signal) {
     job_desc->warn_signal = static_cast<uint16_t>(*plan.warn_signal);
     job_desc->warn_time = static_cast<uint16_t>(plan.warn_time.value_or(0));
@@ -122,7 +165,9 @@ MLSCHED_EXPORT int job_submit(job_desc_msg_t* job_desc, uint32_t submit_uid, cha
       return SLURM_ERROR;
     }
     const auto model = g_cluster.get(*config, g_config.generation(), kLog);
-    const mlsched::SubmitPlan plan = plan_submit(copy_request(job_desc), *config, model->cluster);
+    mlsched::JobRequest req = copy_request(job_desc);
+    add_regions(job_desc, submit_uid, req);
+    const mlsched::SubmitPlan plan = plan_submit(req, *config, model->cluster);
     const std::string msg = plan.user_message();
     if (!plan.accepted()) {
       info("%s: refused a job of uid %u: %s", kLog, submit_uid, msg.c_str());

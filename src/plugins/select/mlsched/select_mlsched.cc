@@ -413,7 +413,7 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
 
   // Which node sets to offer, in order, is core's (core/placement.h attempts).
   if (mode == SELECT_MODE_TEST_ONLY) {
-    const auto plan = mlsched::ever_fits_attempts(model->index, request);
+    const auto plan = mlsched::ever_fits_attempts(model->index, request, job_ptr->fed_details != nullptr);
     auto [rc, trial] = attempt(plan.attempts.front().nodes, mode, preemptee_job_list);
     return rc == SLURM_SUCCESS ? accept(trial) : rc;
   }
