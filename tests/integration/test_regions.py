@@ -195,7 +195,10 @@ def test_why_shows_each_regions_view_of_a_federated_job(regions, clean):
     job = submit(east, "-N2", "--gres=gpu:8")
     def both_pending_with_estimates():
         out = east.run([str(TOOL), "why", job], user=USER).out
-        lines = [l for l in out.splitlines() if re.match(r"  (east|west)( \(here\))?: PENDING \(", l)]
+        # A copy may be PENDING (FedJobLock) for a moment, Slurm's reason while another
+        # region holds the job's federation lock (seen once on 24.11, in west); the view
+        # to check is both waiting for resources.
+        lines = [l for l in out.splitlines() if re.match(r"  (east|west)( \(here\))?: PENDING \(Resources\)", l)]
         return out if len(lines) == 2 and all("Slurm's estimate" in l for l in lines) else None
     out = wait_for(both_pending_with_estimates, "mlsched why to show the job waiting in both regions, with estimates")
     assert "regions holding a copy of the job (each region's controller; submitted to east):" in out, out
@@ -260,23 +263,27 @@ def test_a_gpu_type_only_another_region_has_is_sent_there(regions, clean):
     job = submit(east, "--gres=gpu:2", directives=("gpu-type=a100",))
     wait_for(lambda: west.run(["squeue", "-h", "--local", "-j", job, "-o", "%T"]).out.strip() == "RUNNING",
              lambda: f"job {job} to run in west: {west.run(['squeue', '-h', '--local', '-j', job]).out!r}")
-    # scontrol shows the origin's copy unless asked for this region's (--local).
-    detail = local_job(west, job)
-    assert re.search(r"GRES=gpu:a100:2\(IDX:\d", detail), detail
-    origin = east.show_job(job)
-    assert east.job_field(job, "ClusterFeatures") == "a100", origin
-    assert east.job_field(job, "FedViableSiblings") == "west", origin
+    # Each region's own copy (--local). Seen on 24.11: the copy in west, RUNNING for 0 s,
+    # had no GRES=...(IDX:...) line yet; it had one 3 s later.
+    wait_for(lambda: re.search(r"GRES=gpu:a100:2\(IDX:\d", local_job(west, job)),
+             lambda: f"west's copy of {job} on a100 GPUs: {local_job(west, job)}", timeout=30)
+    # Only west was a viable region (--cluster-constraint=a100). The federation's view
+    # from east: 22.05 shows east's revoked tracking copy, 24.11 west's running one.
+    seen = east.show_job(job)
+    assert re.search(r"\bFedViableSiblings=west\b", seen), seen
     # A list the regions split, with east full: the sibling in west is rewritten for a100.
     fillers = [submit(east, "-w", n, "--gres=gpu:8", "--clusters=east") for n in ("east01", "east02")]
     for j in fillers:
         east.wait_state(j, {"RUNNING"})
     both = submit(east, "--gres=gpu:4", directives=("gpu-type=h100,a100",))
-    assert east.job_field(both, "ClusterFeatures") == "h100,a100", east.show_job(both)
+    seen = east.show_job(both)
+    assert re.search(r"\bFedViableSiblings=east,west\b", seen), seen
     wait_for(lambda: west.run(["squeue", "-h", "--local", "-j", both, "-o", "%T"]).out.strip() == "RUNNING",
              lambda: f"job {both} to run in west: {west.run(['squeue', '-h', '--local', '-j', both]).out!r}; "
                      f"east: {east.run(['squeue', '-h', '--local', '-j', both, '-o', '%T %r']).out!r}")
+    wait_for(lambda: re.search(r"GRES=gpu:a100:4\(IDX:\d", local_job(west, both)),
+             lambda: f"west's copy of {both} on a100 GPUs: {local_job(west, both)}", timeout=30)
     detail = local_job(west, both)
-    assert re.search(r"GRES=gpu:a100:4\(IDX:\d", detail), detail
     assert "AdminComment=mlsched: type=training gpu-type=h100,a100 " in detail, detail
 
 
