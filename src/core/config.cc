@@ -41,7 +41,7 @@ const std::vector<std::string> kPriorityKeys = {
     "PriorityMaxAge",    "PriorityWeightFairshare",   "PriorityWeightQuota",     "PriorityWeightAge",
     "PriorityWeightJobSize", "PriorityWeightQOS",     "PriorityWeightPartition", "PriorityWeightJobType",
     "AttainedService",   "AttainedServiceThresholds", "AttainedServicePromoteAfter",
-    "PriorityWeightAttainedService"};
+    "PriorityWeightAttainedService", "TeamQuotaKeptForGpus"};
 
 bool is_priority_key(const std::string& canonical) {
   for (const auto& k : kPriorityKeys)
@@ -230,6 +230,10 @@ class Parser {
     if (w.key == "AttainedServicePromoteAfter") {
       // 0 = never promoted.
       if (auto v = long_duration(w, 0)) config_.attained_service_promote_after = *v;
+      return;
+    }
+    if (w.key == "TeamQuotaKeptForGpus") {
+      if (auto v = count(w, 1000000)) config_.team_quota_kept_for_gpus = *v;
       return;
     }
     if (w.key == "PriorityDecayHalfLife") {

@@ -107,6 +107,12 @@ struct Config {
   uint32_t priority_max_age = 86400;
   uint32_t priority_weight_fairshare = 10000;
   uint32_t priority_weight_quota = 10000;
+  // A pending job of at least this many GPUs holds its place in its team's guarantee
+  // in queue order (priority.h): it claims its GPUs of it, and when it does not fit
+  // yet it keeps the rest from the team's later jobs. Smaller jobs take the
+  // guarantee as they fit, holding nothing, as a short job does not need keeping
+  // for. 1: every job holds its place; 0: none does.
+  uint32_t team_quota_kept_for_gpus = 16;
   uint32_t priority_weight_age = 1000;
   // Large enough that a quarter-cluster gang passes fresh jobs after 1.04 x
   // PriorityMaxAge with the other defaults (see seconds_to_reach_top()).

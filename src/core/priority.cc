@@ -204,8 +204,10 @@ class GuaranteeWalk {
  public:
   // `after`: a queue already walked (the last pass's), whose claims and closings
   // the jobs taken here come after.
-  GuaranteeWalk(const GuaranteeOf& guaranteed, const TeamGpusInUse& in_use, const GuaranteeQueue* after = nullptr)
-      : guaranteed_(guaranteed), in_use_(in_use), after_(after) {}
+  // `keep_for_gpus`: the smallest job that holds its place (TeamQuotaKeptForGpus).
+  GuaranteeWalk(const GuaranteeOf& guaranteed, const TeamGpusInUse& in_use, uint32_t keep_for_gpus,
+                const GuaranteeQueue* after = nullptr)
+      : guaranteed_(guaranteed), in_use_(in_use), keep_for_gpus_(keep_for_gpus), after_(after) {}
 
   // The next pending job in queue order; an eligible one takes its place in its
   // team's guarantee (fit_in_queue()).
@@ -225,7 +227,10 @@ class GuaranteeWalk {
     const QueueFit fit = fit_in_queue(left, job.gpus, kind.guaranteed, kind.closed_by != 0);
     place.borrowing = fit.borrowing;
     place.kept_by = kind.closed_by;
-    if (!job.eligible) return place;
+    // A smaller job is priced against what the larger ones hold, but holds
+    // nothing itself: it neither claims GPUs nor closes the guarantee.
+    const bool holds_place = keep_for_gpus_ != 0 && job.gpus >= keep_for_gpus_;
+    if (!job.eligible || !holds_place) return place;
     if (!fit.borrowing) {
       claims.claimed_all += job.gpus;
       if (!kind.type.empty()) claims.claimed[kind.type] += job.gpus;
@@ -276,6 +281,7 @@ class GuaranteeWalk {
 
   const GuaranteeOf& guaranteed_;
   const TeamGpusInUse& in_use_;
+  const uint32_t keep_for_gpus_;
   const GuaranteeQueue* after_;
   std::unordered_map<std::string, Team> teams_;
 };
@@ -283,7 +289,8 @@ class GuaranteeWalk {
 }  // namespace
 
 std::vector<GuaranteePlace> places_in_guarantee(const std::vector<PricedJob>& pending, const GuaranteeOf& guaranteed,
-                                                const TeamGpusInUse& in_use, GuaranteeQueue* queue) {
+                                                const TeamGpusInUse& in_use, uint32_t keep_for_gpus,
+                                                GuaranteeQueue* queue) {
   std::vector<size_t> order(pending.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
@@ -292,7 +299,7 @@ std::vector<GuaranteePlace> places_in_guarantee(const std::vector<PricedJob>& pe
     return x.submit_time != y.submit_time ? x.submit_time < y.submit_time : x.job_id < y.job_id;
   });
   std::vector<GuaranteePlace> places(pending.size());
-  GuaranteeWalk walk(guaranteed, in_use);
+  GuaranteeWalk walk(guaranteed, in_use, keep_for_gpus);
   for (size_t i : order) places[i] = walk.take(pending[i]);
   if (queue) *queue = walk.queue();
   return places;
@@ -303,7 +310,7 @@ PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int
   const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) {
     return in.quotas.guaranteed(team, type);
   };
-  const bool borrowing = GuaranteeWalk(guaranteed, in.in_use, in.queue).take(job).borrowing;
+  const bool borrowing = GuaranteeWalk(guaranteed, in.in_use, in.config.team_quota_kept_for_gpus, in.queue).take(job).borrowing;
   return price(job, in.config, fairshare_of(in.standing, job.team), borrowing, in.cluster_gpus, now);
 }
 
@@ -337,7 +344,7 @@ PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassIn
   const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) {
     return quotas.guaranteed(team, type);
   };
-  const std::vector<GuaranteePlace> places = places_in_guarantee(in.pending, guaranteed, out.in_use, &out.queue);
+  const std::vector<GuaranteePlace> places = places_in_guarantee(in.pending, guaranteed, out.in_use, config.team_quota_kept_for_gpus, &out.queue);
   // Fair share looked up once per team, not per job (see GuaranteeWalk).
   std::unordered_map<std::string, double> fairshare;
   out.pending.reserve(in.pending.size());

@@ -152,7 +152,13 @@ struct PriorityFactors {
 // stays below them (by PriorityWeightQuota) for as long as they keep coming: in the
 // replays of 2026-12-05 every 16-GPU gang was borrowing for 86-100 % of its wait, while
 // most jobs that started on its GPU type meanwhile were within their teams' guarantees.
-// A job larger than its guarantee can never be within it and closes nothing. Only
+// A job larger than its guarantee can never be within it and closes nothing.
+// Only jobs of TeamQuotaKeptForGpus GPUs or more (default 16) hold such a place:
+// smaller ones are priced against the GPUs in use and the larger jobs' claims and
+// closings, but claim and close nothing themselves. When every job held its place
+// (=1), a 2-GPU job that did not fit kept the guarantee from the team's later 1-GPU
+// jobs, and in the replays of 2026-12-06 mlsched's 1-GPU jobs on h100 waited 45-55 s
+// against 10-20 s before the walk (bench/results/2026-12-06/replay-kept-for-gangs.md). Only
 // pricing follows queue order; whether a job borrows once it runs (its mark, who
 // may reclaim it) is borrowing_in_start_order()'s.
 struct QueuedClaims {
@@ -181,8 +187,10 @@ struct GuaranteePlace {
   bool borrowing = false;
   uint32_t kept_by = 0;  // borrowing because this earlier job closed the guarantee
 };
+// Only jobs of at least `keep_for_gpus` GPUs (TeamQuotaKeptForGpus) hold a place.
 std::vector<GuaranteePlace> places_in_guarantee(const std::vector<PricedJob>& pending, const GuaranteeOf& guaranteed,
-                                                const TeamGpusInUse& in_use, GuaranteeQueue* queue = nullptr);
+                                                const TeamGpusInUse& in_use, uint32_t keep_for_gpus,
+                                                GuaranteeQueue* queue = nullptr);
 
 PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int64_t now);
 

@@ -368,7 +368,7 @@ uint32_t guarantee_kept_for(const JobFacts& job, const Snapshot& snap, const std
     auto v = snap.teams.find(team);
     return v == snap.teams.end() ? 0 : static_cast<uint32_t>(gpus_of_type(v->second.guaranteed, type));
   };
-  return places_in_guarantee(pending, guaranteed, in_use)[self].kept_by;
+  return places_in_guarantee(pending, guaranteed, in_use, snap.config.team_quota_kept_for_gpus)[self].kept_by;
 }
 
 // The team against its guarantee, for the type the job uses (running) or would

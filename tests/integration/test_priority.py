@@ -235,6 +235,46 @@ def test_a_gang_is_not_overtaken_into_its_team_guarantee(cluster, priority_conf)
     assert res.rc == 0 and "TeamQuotaKeptForEarlierJob" not in res.out, res.out
 
 
+def test_only_a_large_gang_keeps_its_team_guarantee(cluster, priority_conf):
+    # nlp is guaranteed 10 a100 and runs 8. Its 4-GPU job, queued first, does not
+    # fit the 2 left. With TeamQuotaKeptForGpus at its default (16), a single-node
+    # job holds no place, so nlp's 1-GPU job queued after it still gets the quota
+    # term; with TeamQuotaKeptForGpus=1 every job holds its place and the 4-GPU job
+    # keeps the rest of the guarantee from it.
+    base = ("PriorityCalcPeriod=1", "PriorityWeightFairshare=0", "PriorityMaxAge=60",
+            "TeamQuota=nlp:h100=8,a100=10")
+    jobs = priority_conf(*base)
+    held = submit(cluster, jobs, BOB, "nlp", "-w", "gpu13", "--gres=gpu:a100:8")
+    fill = [submit(cluster, jobs, CAROL, "research", "-w", node, "--gres=gpu:8") for node in MY_NODES[1:]]
+    for job in [held] + fill:
+        cluster.wait_state(job, ["RUNNING"])
+    pending = ["-x", OTHER_NODES]
+    wide = submit(cluster, jobs, BOB, "nlp", *pending, "--gres=gpu:a100:4")
+    time.sleep(1.1)  # queue order is by submit time, in seconds
+    small = submit(cluster, jobs, BOB, "nlp", *pending, "--gres=gpu:a100:1")
+
+    def priced(extra=lambda f: True):
+        f = {job: sprio(cluster, job) for job in (wide, small)}
+        # Priced by a pass (age above 0), not only at submission.
+        if not all(f.values()) or min(v["AGE"] for v in f.values()) == 0:
+            return None
+        return f if extra(f) else None
+    f = wait_for(priced, "a pass to price both pending jobs")
+    assert f[wide]["ASSOC"] == 0, f          # 4 > 2 left
+    assert f[small]["ASSOC"] == 10000, f     # 1 <= 2 left: the 4-GPU job keeps nothing
+    res = cluster.run([str(TOOL), "why", str(small)], user=BOB)
+    assert res.rc == 0 and "TeamQuotaKeptForEarlierJob" not in res.out, res.out
+
+    priority_conf(*base, "TeamQuotaKeptForGpus=1")
+    f = wait_for(lambda: priced(lambda f: f[small]["ASSOC"] == 0),
+                 "nlp's 1-GPU job to lose its quota term to the 4-GPU job queued before it", timeout=30)
+    assert f[wide]["ASSOC"] == 0, f
+    res = cluster.run([str(TOOL), "why", str(small)], user=BOB)
+    assert res.rc == 0, res
+    assert (f"team nlp holds 8 a100 of the 10 it is guaranteed; the rest is kept for its job {wide} (4 GPUs), "
+            "queued before this one: no quota priority until that job starts") in res.out, res.out
+
+
 def borrowing_mark(cluster, job):
     """The `borrowing=` token in mlsched's part of the job's admin comment, as
     `scontrol show job` shows it (None when there is none)."""

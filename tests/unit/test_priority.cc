@@ -626,7 +626,8 @@ PassInput gang_cluster() {
 }  // namespace
 
 START_TEST(a_gang_is_not_overtaken_into_its_team_guarantee) {
-  Config c = config_from("TeamQuota=nlp:h100=16\n");
+  // Every job holds its place here (TeamQuotaKeptForGpus=1); the default is below.
+  Config c = config_from("TeamQuota=nlp:h100=16\nTeamQuotaKeptForGpus=1\n");
   PassInput in = gang_cluster();
   in.pending = {queued(10, "nlp", "h100", 1, kT0 - 300),   // before the gang: within (8 left)
                 queued(11, "nlp", "h100", 16, kT0 - 200),  // 16 > 7 left, 16 <= 16: borrows, closes
@@ -650,7 +651,8 @@ START_TEST(a_gang_is_not_overtaken_into_its_team_guarantee) {
   // `mlsched why` asks the same walk which job the guarantee is kept for.
   const Quotas q(c, r.standing, in.cluster_gpus_by_type);
   const auto places = places_in_guarantee(
-      in.pending, [&](const std::string& team, const std::string& type) { return q.guaranteed(team, type); }, r.in_use);
+      in.pending, [&](const std::string& team, const std::string& type) { return q.guaranteed(team, type); }, r.in_use,
+      c.team_quota_kept_for_gpus);
   ck_assert_int_eq(places[0].kept_by, 0);
   ck_assert_int_eq(places[1].kept_by, 0);
   ck_assert_int_eq(places[2].kept_by, 11);
@@ -688,10 +690,60 @@ START_TEST(a_gang_is_not_overtaken_into_its_team_guarantee) {
 }
 END_TEST
 
+START_TEST(only_a_large_gang_holds_its_place_by_default) {
+  // TeamQuotaKeptForGpus=16 (the default): nlp is guaranteed 16 h100 and runs 8.
+  Config c = config_from("TeamQuota=nlp:h100=16\n");
+  ck_assert_int_eq(c.team_quota_kept_for_gpus, 16);
+  PassInput in = gang_cluster();
+  in.pending = {queued(10, "nlp", "h100", 2, kT0 - 300),   // 2 <= 8 left: within, claims nothing
+                queued(11, "nlp", "h100", 4, kT0 - 290),   // 4 <= 8: within too
+                queued(12, "nlp", "h100", 16, kT0 - 200),  // 16 > 8 left: borrows, keeps the rest
+                queued(13, "nlp", "h100", 1, kT0 - 100),   // after the gang: borrows
+                queued(14, "nlp", "h100", 8, kT0 - 90)};   // too: a single node is no gang
+  UsageLedger ledger(0);
+  PassResult r = priority_pass(c, ledger, in, kT0);
+  ck_assert(!r.pending[0].borrowing);
+  ck_assert(!r.pending[1].borrowing);
+  ck_assert(r.pending[2].borrowing);
+  ck_assert(r.pending[3].borrowing);
+  ck_assert(r.pending[4].borrowing);
+  ck_assert_int_eq(r.queue.at("nlp").closed.at("h100"), 12);
+  ck_assert_int_eq(r.queue.at("nlp").claimed_all, 0);
+  // With every job holding its place, the 2- and 4-GPU jobs claim 6 of the 8 left
+  // and the gang closes the rest as before.
+  Config every = config_from("TeamQuota=nlp:h100=16\nTeamQuotaKeptForGpus=1\n");
+  UsageLedger ledger2(0);
+  r = priority_pass(every, ledger2, in, kT0);
+  ck_assert(!r.pending[1].borrowing);
+  ck_assert_int_eq(r.queue.at("nlp").claimed.at("h100"), 6);
+
+  // With the team's running job gone, the gang fits the whole guarantee: smaller jobs
+  // queued before it do not count against it, as they hold no place.
+  in.running.clear();
+  UsageLedger ledger3(0);
+  r = priority_pass(c, ledger3, in, kT0);
+  ck_assert(!r.pending[0].borrowing);
+  ck_assert(!r.pending[2].borrowing);  // the gang: 16 of 16
+  ck_assert(r.pending[3].borrowing);   // 1 > 0 left after the gang's claim
+  ck_assert_int_eq(r.queue.at("nlp").claimed.at("h100"), 16);
+  // A new 1-GPU job priced alone after this pass: behind the gang's claim.
+  const Quotas quotas(c, r.standing, in.cluster_gpus_by_type);
+  const PriorityInputs inputs{c, r.standing, quotas, r.in_use, 128, &r.queue};
+  ck_assert(job_priority(queued(15, "nlp", "h100", 1, kT0), inputs, kT0).borrowing);
+
+  // 0: no job holds a place; each is priced against the GPUs in use alone.
+  Config none = config_from("TeamQuota=nlp:h100=16\nTeamQuotaKeptForGpus=0\n");
+  UsageLedger ledger4(0);
+  r = priority_pass(none, ledger4, in, kT0);
+  for (size_t i = 0; i < in.pending.size(); ++i) ck_assert_msg(!r.pending[i].borrowing, "job %zu", i);
+  ck_assert(r.queue.empty());
+}
+END_TEST
+
 START_TEST(a_job_larger_than_its_guarantee_closes_nothing) {
   // nlp is guaranteed 8 h100: a 16-GPU gang can never be within, so it must not
   // keep the team's small jobs out of the guarantee either.
-  Config c = config_from("TeamQuota=nlp:h100=8\n");
+  Config c = config_from("TeamQuota=nlp:h100=8\nTeamQuotaKeptForGpus=1\n");
   PassInput in = gang_cluster();
   in.running.clear();
   in.pending = {queued(11, "nlp", "h100", 16, kT0 - 200), queued(12, "nlp", "h100", 4, kT0 - 100),
@@ -709,7 +761,7 @@ END_TEST
 
 START_TEST(a_job_that_cannot_start_yet_takes_no_place) {
   // A gang held back by a dependency or a begin time does not close the guarantee.
-  Config c = config_from("TeamQuota=nlp:h100=16\n");
+  Config c = config_from("TeamQuota=nlp:h100=16\nTeamQuotaKeptForGpus=1\n");
   PassInput in = gang_cluster();
   in.pending = {queued(11, "nlp", "h100", 16, kT0 - 200), queued(12, "nlp", "h100", 1, kT0 - 100)};
   in.pending[0].eligible = false;
@@ -752,7 +804,9 @@ START_TEST(priority_config_keys_are_typed) {
       "teamquota=nlp:h100=8\n"
       "PriorityDecayHalfLife=7d PriorityCalcPeriod=2 PriorityMaxAge=2h\n"
       "PriorityWeightFairshare=1 PriorityWeightQuota=2 PriorityWeightAge=3 PriorityWeightJobSize=4\n"
-      "PriorityWeightQOS=5 PriorityWeightPartition=6 PriorityWeightJobType=interactive:9,sweep:1\n");
+      "PriorityWeightQOS=5 PriorityWeightPartition=6 PriorityWeightJobType=interactive:9,sweep:1\n"
+      "TeamQuotaKeptForGpus=32\n");
+  ck_assert_int_eq(c.team_quota_kept_for_gpus, 32);
   ck_assert(near(c.gpu_weights.at("h100"), 1.0));
   ck_assert(near(c.gpu_weights.at("a100"), 0.6));
   ck_assert(near(c.gpu_weights.at("t4"), 0.1));
@@ -795,6 +849,7 @@ START_TEST(priority_config_rejects_bad_values) {
       {"TeamQuota=vision:a100@tr/ain=8\n", "'a100@tr/ain=8' is not <gpu_type>@<partition>=<gpus>"},
       {"TeamQuota=vision:a100@train=1,A100@Train=2\n", "GPU type a100@train given twice"},
       {"PriorityDecayHalfLife=soon\n", "PriorityDecayHalfLife=soon is not a duration"},
+      {"TeamQuotaKeptForGpus=gangs\n", "TeamQuotaKeptForGpus=gangs is not a whole number from 0 to 1000000"},
       {"PriorityDecayHalfLife=4000d\n", "to 3650 days"},
       {"PriorityCalcPeriod=0\n", "PriorityCalcPeriod=0 is not a duration from 1 seconds"},
       {"PriorityMaxAge=0\n", "PriorityMaxAge=0 is not a duration from 1 seconds"},
@@ -1013,6 +1068,7 @@ Suite* priority_suite() {
   tcase_add_test(formula, a_job_priced_alone_is_priced_as_queued_last);
   tcase_add_test(formula, a_gang_is_not_overtaken_into_its_team_guarantee);
   tcase_add_test(formula, a_job_larger_than_its_guarantee_closes_nothing);
+  tcase_add_test(formula, only_a_large_gang_holds_its_place_by_default);
   tcase_add_test(formula, a_job_that_cannot_start_yet_takes_no_place);
   tcase_add_test(formula, attained_service_levels_follow_the_thresholds);
   tcase_add_test(formula, attained_service_ranks_a_team_s_fresh_jobs_first);
