@@ -188,6 +188,16 @@ def test_team_within_quota_starts_before_borrowing_team(cluster, priority_conf):
     assert cluster.job_field(borrower, "JobState") == "PENDING"
 
 
+def nlp_runs_8_a100_on_full_nodes(cluster, jobs):
+    """nlp runs 8 a100 on gpu13 and research fills the other nodes of MY_NODES, so
+    the test's later jobs wait; returns the sbatch options that keep them there."""
+    held = submit(cluster, jobs, BOB, "nlp", "-w", "gpu13", "--gres=gpu:a100:8")
+    fill = [submit(cluster, jobs, CAROL, "research", "-w", node, "--gres=gpu:8") for node in MY_NODES[1:]]
+    for job in [held] + fill:
+        cluster.wait_state(job, ["RUNNING"])
+    return ["-x", OTHER_NODES]
+
+
 def test_a_gang_is_not_overtaken_into_its_team_guarantee(cluster, priority_conf):
     # nlp is guaranteed 16 a100 and runs 8. Its 16-GPU gang, queued after one
     # 1-GPU job and before another, keeps the rest of the guarantee: the later job
@@ -196,11 +206,7 @@ def test_a_gang_is_not_overtaken_into_its_team_guarantee(cluster, priority_conf)
     # A short PriorityMaxAge, so that a second of age shows in AGE and JOBSIZE.
     jobs = priority_conf("PriorityCalcPeriod=1", "PriorityWeightFairshare=0", "PriorityMaxAge=60",
                          "TeamQuota=nlp:h100=8,a100=16")
-    held = submit(cluster, jobs, BOB, "nlp", "-w", "gpu13", "--gres=gpu:a100:8")
-    fill = [submit(cluster, jobs, CAROL, "research", "-w", node, "--gres=gpu:8") for node in MY_NODES[1:]]
-    for job in [held] + fill:
-        cluster.wait_state(job, ["RUNNING"])
-    pending = ["-x", OTHER_NODES]
+    pending = nlp_runs_8_a100_on_full_nodes(cluster, jobs)
     before = submit(cluster, jobs, BOB, "nlp", *pending, "--gres=gpu:a100:1")
     time.sleep(1.1)  # queue order is by submit time, in seconds
     gang = submit(cluster, jobs, BOB, "nlp", *pending, "-N", "2", "--gres=gpu:a100:8")
@@ -244,11 +250,7 @@ def test_only_a_large_gang_keeps_its_team_guarantee(cluster, priority_conf):
     base = ("PriorityCalcPeriod=1", "PriorityWeightFairshare=0", "PriorityMaxAge=60",
             "TeamQuota=nlp:h100=8,a100=10")
     jobs = priority_conf(*base)
-    held = submit(cluster, jobs, BOB, "nlp", "-w", "gpu13", "--gres=gpu:a100:8")
-    fill = [submit(cluster, jobs, CAROL, "research", "-w", node, "--gres=gpu:8") for node in MY_NODES[1:]]
-    for job in [held] + fill:
-        cluster.wait_state(job, ["RUNNING"])
-    pending = ["-x", OTHER_NODES]
+    pending = nlp_runs_8_a100_on_full_nodes(cluster, jobs)
     wide = submit(cluster, jobs, BOB, "nlp", *pending, "--gres=gpu:a100:4")
     time.sleep(1.1)  # queue order is by submit time, in seconds
     small = submit(cluster, jobs, BOB, "nlp", *pending, "--gres=gpu:a100:1")
