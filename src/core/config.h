@@ -110,8 +110,9 @@ struct Config {
   // A pending job of at least this many GPUs holds its place in its team's guarantee
   // in queue order (priority.h): it claims its GPUs of it, and when it does not fit
   // yet it keeps the rest from the team's later jobs. Smaller jobs take the
-  // guarantee as they fit, holding nothing, as a short job does not need keeping
-  // for. 1: every job holds its place; 0: none does.
+  // guarantee as they fit and hold nothing: a job of a few GPUs starts on what any
+  // ending job frees, a gang only on its team's headroom at once. 1: every job
+  // holds its place; 0: none does.
   uint32_t team_quota_kept_for_gpus = 16;
   uint32_t priority_weight_age = 1000;
   // Large enough that a quarter-cluster gang passes fresh jobs after 1.04 x

@@ -310,7 +310,8 @@ PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int
   const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) {
     return in.quotas.guaranteed(team, type);
   };
-  const bool borrowing = GuaranteeWalk(guaranteed, in.in_use, in.config.team_quota_kept_for_gpus, in.queue).take(job).borrowing;
+  const bool borrowing =
+      GuaranteeWalk(guaranteed, in.in_use, in.config.team_quota_kept_for_gpus, in.queue).take(job).borrowing;
   return price(job, in.config, fairshare_of(in.standing, job.team), borrowing, in.cluster_gpus, now);
 }
 
@@ -344,7 +345,8 @@ PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassIn
   const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) {
     return quotas.guaranteed(team, type);
   };
-  const std::vector<GuaranteePlace> places = places_in_guarantee(in.pending, guaranteed, out.in_use, config.team_quota_kept_for_gpus, &out.queue);
+  const std::vector<GuaranteePlace> places =
+      places_in_guarantee(in.pending, guaranteed, out.in_use, config.team_quota_kept_for_gpus, &out.queue);
   // Fair share looked up once per team, not per job (see GuaranteeWalk).
   std::unordered_map<std::string, double> fairshare;
   out.pending.reserve(in.pending.size());
