@@ -58,7 +58,8 @@ std::vector<std::string> with_priority_keys(std::vector<std::string> keys) {
 // ==== preempt/mlsched keys (top level) ==========================================
 const std::vector<std::string> kPreemptKeys = {"PreemptMinRunTime", "PreemptMaxPerJob", "PreemptForLargeGangGpus",
                                                "PreemptForLargeGangWait", "PreemptForAttainedService",
-                                               "PreemptForNonPreemptible"};
+                                               "PreemptForNonPreemptible", "ReserveForGangGpus",
+                                               "ReserveForGangWait"};
 
 bool is_preempt_key(const std::string& canonical) {
   for (const auto& k : kPreemptKeys)
@@ -211,6 +212,10 @@ class Parser {
         } else if (*key == "PreemptForNonPreemptible") {
           if (auto v = parse_bool(w.value)) config_.preempt_for_non_preemptible = *v;
           else error("PreemptForNonPreemptible=" + w.value + " must be yes or no");
+        } else if (*key == "ReserveForGangGpus") {
+          if (auto v = count(w, 1000000)) config_.reserve_for_gang_gpus = *v;
+        } else if (*key == "ReserveForGangWait") {
+          if (auto v = seconds(w, 100000000)) config_.reserve_for_gang_wait = *v;
         }
       }  // ==== end preempt/mlsched
     }

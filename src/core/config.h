@@ -87,6 +87,15 @@ struct Config {
   // (may_preempt). A team within its guarantee is never preempted this way. Off by
   // default.
   bool preempt_for_non_preemptible = false;
+  // Reservations for large gangs (preempt.h, "gang reservations"): a pending gang of
+  // at least ReserveForGangGpus GPUs that has been eligible for ReserveForGangWait
+  // seconds reserves the nodes where backfill plans to start it (one gang at a time,
+  // the first to ask). Until it starts, GPUs freed there go only to preemptible
+  // jobs: they run on lent GPUs, and once the gang's nodes hold nothing else, the
+  // gang checkpoint-preempts them whatever their team's standing and run time. 0
+  // (the default) turns reservations off.
+  uint32_t reserve_for_gang_gpus = 0;
+  uint32_t reserve_for_gang_wait = 600;
   // ==== end preempt/mlsched =======================================================
 
   // ==== priority/mlsched: fair share, quotas and priority weights ==============

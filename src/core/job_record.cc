@@ -14,7 +14,8 @@ const std::vector<std::string_view>& mark_keys() {
   static const std::vector<std::string_view> keys = {
       mark_key::borrowing,    mark_key::attained_gpu_seconds, mark_key::first_submit,
       mark_key::preempted,    mark_key::preempted_at,         mark_key::preempted_by,
-      mark_key::lost_gpu_seconds, mark_key::preempted_at_utc, mark_key::record_version};
+      mark_key::lost_gpu_seconds, mark_key::preempted_at_utc, mark_key::reserved_nodes,
+      mark_key::reserved_since,   mark_key::record_version};
   return keys;
 }
 
@@ -149,6 +150,9 @@ void read_typed_fields(JobRecord& r) {
     if (auto n = parse_uint(*v)) r.marks.attained_gpu_seconds = static_cast<double>(*n);
   if (auto v = r.get(mark_key::first_submit))
     if (auto n = parse_uint(*v)) r.marks.first_submit = static_cast<int64_t>(*n);
+  if (auto v = r.get(mark_key::reserved_nodes)) r.marks.reserved_nodes = *v;
+  if (auto v = r.get(mark_key::reserved_since))
+    if (auto n = parse_uint(*v)) r.marks.reserved_since = static_cast<int64_t>(*n);
 
   PreemptionHistory& h = r.preemptions;
   if (auto v = r.get(mark_key::preempted))

@@ -39,6 +39,11 @@ inline constexpr std::string_view preempted_at = "preempted-at";
 inline constexpr std::string_view preempted_at_utc = "preempted-at-utc";
 inline constexpr std::string_view preempted_by = "preempted-by";
 inline constexpr std::string_view lost_gpu_seconds = "lost-gpu-seconds";
+// select/mlsched (preempt.h: gang reservations): on a pending large gang that holds
+// a reservation, the nodes of the unit it will run in (a hostlist) and when it took
+// them (UTC epoch seconds). preempt/mlsched and `mlsched why` read them from there.
+inline constexpr std::string_view reserved_nodes = "reserved-nodes";
+inline constexpr std::string_view reserved_since = "reserved-since";
 // The format version of the record (see kJobRecordVersion).
 inline constexpr std::string_view record_version = "record";
 }  // namespace mark_key
@@ -104,6 +109,8 @@ struct JobMarks {
   std::optional<std::string> borrowing;
   double attained_gpu_seconds = 0;
   int64_t first_submit = 0;
+  std::string reserved_nodes;  // select/mlsched's reservation for a large gang ("": none)
+  int64_t reserved_since = 0;
 };
 
 // preempt/mlsched's history of a job (the `preempted*` and lost-gpu-seconds marks).

@@ -6,6 +6,7 @@
 
 #include "core/checkpoint.h"
 #include "core/directives.h"
+#include "core/hostlist.h"
 #include "core/job_record.h"
 #include "core/text.h"
 
@@ -39,6 +40,10 @@ PreemptVerdict may_preempt(const Preemptor& preemptor, const PreemptCandidate& v
                            int64_t now, const BeyondGuaranteeOf& beyond) {
   if (preemptor.job_id == victim.job_id) return PreemptVerdict::same_job;
   if (!victim.preemptible) return PreemptVerdict::victim_not_preemptible;
+  // GPUs lent from the gang's reservation go back to it: the lent job knew they were
+  // only lent, so neither its team's standing nor PreemptMinRunTime keeps them.
+  if (preemptor.reservation && lent_reserved_gpus(*preemptor.reservation, victim, config))
+    return PreemptVerdict::allowed;
   // PreemptForNonPreemptible: a preemptible job is best effort next to one that is not.
   const bool best_effort_yields = config.preempt_for_non_preemptible && !preemptor.preemptible;
   if (preemptor.team == victim.team) {
@@ -156,6 +161,45 @@ std::string with_preemption_recorded(std::string_view admin_comment, uint32_t pr
   r.set(kLostKey, std::to_string(std::llround(lost)));
   r.set(mark_key::preempted_at_utc, std::to_string(at));
   return r.encode();
+}
+
+bool may_reserve_for_gang(uint32_t gpus, int64_t eligible_since, const Config& config, int64_t now) {
+  if (config.reserve_for_gang_gpus == 0 || gpus < config.reserve_for_gang_gpus) return false;
+  return eligible_since > 0 && now - eligible_since >= static_cast<int64_t>(config.reserve_for_gang_wait);
+}
+
+std::optional<GangReservation> reservation_of(uint32_t job_id, const JobMarks& marks) {
+  if (marks.reserved_nodes.empty() || marks.reserved_since <= 0) return std::nullopt;
+  GangReservation r;
+  r.job_id = job_id;
+  r.nodes = expand_hostlist(marks.reserved_nodes);
+  r.since = marks.reserved_since;
+  if (r.nodes.empty()) return std::nullopt;
+  return r;
+}
+
+std::string with_reservation_recorded(std::string_view admin_comment, const std::optional<GangReservation>& r) {
+  JobRecord record = decode_job_record(admin_comment);
+  record.set(mark_key::reserved_nodes, r ? std::optional<std::string>(compress_hostlist(r->nodes)) : std::nullopt);
+  record.set(mark_key::reserved_since, r ? std::optional<std::string>(std::to_string(r->since)) : std::nullopt);
+  return record.encode();
+}
+
+bool may_borrow_reserved_gpus(const PreemptCandidate& job, const Config& config) {
+  if (!job.preemptible) return false;
+  // It must be able to give the GPUs back: preempt/mlsched's cap and the job's own
+  // max-restarts would otherwise leave the gang waiting for it to end.
+  if (job.times_preempted >= config.preempt_max_per_job) return false;
+  return !(job.has_directives && job.restarts >= job.max_restarts);
+}
+
+bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, const Config& config) {
+  if (job.job_id == r.job_id || job.start_time < r.since || !may_borrow_reserved_gpus(job, config)) return false;
+  for (const auto& node : r.nodes) {
+    auto it = job.gpus_on_node.find(node);
+    if (it != job.gpus_on_node.end() && it->second > 0) return true;
+  }
+  return false;
 }
 
 double lost_work(const PreemptCandidate& victim, int64_t now) {

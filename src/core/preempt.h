@@ -46,6 +46,37 @@ struct PreemptCandidate {
   const std::string& kind() const { return quota_kind.empty() ? gpu_type : quota_kind; }
 };
 
+// ==== reservations for large gangs (ReserveForGangGpus) ==========================
+// A large gang that has waited long enough reserves the unit where backfill plans to
+// start it. select/mlsched keeps every job that could not give the GPUs back off
+// those nodes; preemptible jobs may run there on lent GPUs, and preempt/mlsched lets
+// the gang take them back as soon as the unit holds nothing else. So the gang's
+// GPUs neither sit idle while it waits nor go to work that would make it wait longer.
+// The reservation lives on the gang's record (reserved-nodes, reserved-since), where
+// the three of them and `mlsched why` read it.
+struct GangReservation {
+  uint32_t job_id = 0;             // the gang
+  std::vector<std::string> nodes;  // the unit it will run in
+  int64_t since = 0;               // when it took them (UTC epoch seconds)
+};
+// May a pending gang of `gpus` GPUs, eligible since `eligible_since` (0: unknown),
+// take a reservation now? ReserveForGangGpus set and reached, ReserveForGangWait
+// waited.
+bool may_reserve_for_gang(uint32_t gpus, int64_t eligible_since, const Config& config, int64_t now);
+// The reservation a job's marks hold; nullopt when there is none (or it is unreadable).
+std::optional<GangReservation> reservation_of(uint32_t job_id, const JobMarks& marks);
+// The admin comment with the reservation recorded (nullopt: its marks removed).
+// Pure string work: the plugin calls it under slurmctld's job write lock.
+std::string with_reservation_recorded(std::string_view admin_comment, const std::optional<GangReservation>& r);
+// A job the unit may be lent to: one that gives GPUs back on request. Preemptible,
+// not yet preempted PreemptMaxPerJob times, with requeues left (its max-restarts).
+// Fields read: preemptible, has_directives, times_preempted, restarts, max_restarts.
+bool may_borrow_reserved_gpus(const PreemptCandidate& job, const Config& config);
+// Running on GPUs lent from the reservation: (re)started after it was taken, on one
+// of its nodes, and a job it may be lent to.
+bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, const Config& config);
+// ==== end reservations for large gangs ==========================================
+
 // The pending job that wants GPUs.
 struct Preemptor {
   uint32_t job_id = 0;
@@ -59,6 +90,7 @@ struct Preemptor {
   double attained_gpu_seconds = 0;  // of its earlier runs (a requeued job); 0 for a fresh one
   int64_t queued_since = 0;    // when it last became pending (for promotion); 0 = unknown, no promotion
   bool preemptible = true;     // its directive (or its type's default); a job without directives: no
+  std::optional<GangReservation> reservation;  // the unit it reserved (a large gang); lent jobs there yield
 };
 
 // GPUs of a type ("" = all types) a team holds beyond its guarantee now; negative
@@ -108,6 +140,8 @@ const char* verdict_name(PreemptVerdict v);
 // requeues do not count), nor one whose requeues of any kind reached its own
 // max-restarts (the directive caps the job's restarts in all); only jobs holding
 // GPUs the preemptor can use.
+// A job running on GPUs lent from the preemptor's reservation (lent_reserved_gpus)
+// gives them back whatever its team's standing and run time.
 // PreemptForNonPreemptible widens two rules for a preemptor that is not itself
 // preemptible: within its team it may take any preemptible job's GPUs; across
 // teams, when it would borrow, it may still take a borrowing victim's GPUs if

@@ -35,6 +35,12 @@ const std::vector<WaitReasonDoc>& wait_reason_docs() {
        "a slower GPU type the job accepts has room now, but by its time limit it finishes sooner by waiting for a "
        "faster type (GpuTypeSpeed)"},
       {wr::kGpuNodesUnavailable, "nodes with the acceptable GPU types are down or drained"},
+      {wr::kWaitingForReservedUnit,
+       "the job is a large gang holding a reservation (ReserveForGangGpus): GPUs freed on its nodes go only to "
+       "preemptible jobs, and it starts, preempting them, once those nodes hold nothing else"},
+      {wr::kKeptOffReservedUnit,
+       "free GPUs it could use are reserved for a large gang; only jobs that give GPUs back on request "
+       "(preemptible, with requeues left) may use them until the gang starts"},
       {wr::kBehindHigherPriority, "pending jobs with higher priority want the same GPU types"},
       {wr::kTeamFairShareBehind,
        "the job's team has had more of the cluster's recent GPU-time, for its entitlement, than the teams whose "
@@ -783,6 +789,65 @@ void order_findings(WhyReport& rep) {
 }  // namespace
 
 // The driver: one function per reason family, in listing order of concern.
+// Large gangs' reservations (ReserveForGangGpus, preempt.h): the gang waits for its
+// unit; a job that could not give GPUs back is kept off it; a preemptible job may
+// run there on lent GPUs.
+void explain_reservations(const JobFacts& job, const Snapshot& snap, const std::vector<std::string>& present,
+                          WhyReport& rep) {
+  auto free_on = [&](const GangReservation& r, uint32_t& free, uint32_t& total) {
+    free = total = 0;
+    for (size_t k = 0; k < snap.cluster->nodes().size() && k < snap.state.size(); ++k) {
+      const auto& node = snap.cluster->nodes()[k];
+      if (std::find(r.nodes.begin(), r.nodes.end(), node.name) == r.nodes.end()) continue;
+      if (!present.empty() && std::find(present.begin(), present.end(), lowercase(node.gpu_type)) == present.end())
+        continue;
+      total += node.gpus;
+      if (!snap.state[k].usable) continue;
+      for (bool busy : snap.state[k].gpu_busy) free += busy ? 0 : 1;
+    }
+  };
+  PreemptCandidate self;
+  self.job_id = job.job_id;
+  self.has_directives = job.directives.has_value();
+  self.preemptible = job.directives && job.directives->preemptible;
+  self.max_restarts = job.directives ? job.directives->max_restarts : 0;
+  self.times_preempted = job.preemptions.times;
+  self.restarts = job.restarts;
+  if (job.state == "RUNNING") {
+    self.start_time = job.start_time;
+    for (const auto& [node, idx] : job.gpus_by_node) self.gpus_on_node[node] = std::max<uint32_t>(1, idx.size());
+    for (const auto& r : snap.reservations)
+      if (lent_reserved_gpus(r, self, snap.config)) rep.lent_from = r;
+    return;
+  }
+  if (job.state != "PENDING") return;
+  if (job.reservation) {
+    uint32_t free = 0, total = 0;
+    free_on(*job.reservation, free, total);
+    rep.findings.push_back(
+        {wr::kWaitingForReservedUnit,
+         "it reserved " + compress_hostlist(job.reservation->nodes) + " at " + local_clock(job.reservation->since) +
+             " (ReserveForGangWait); " + std::to_string(free) + " of its " + std::to_string(total) +
+             " GPUs there are free, and GPUs freed there go only to preemptible jobs, which it preempts once "
+             "those nodes hold nothing else"});
+    return;
+  }
+  if (may_borrow_reserved_gpus(self, snap.config)) return;
+  for (const auto& r : snap.reservations) {
+    if (r.job_id == job.job_id) continue;
+    uint32_t free = 0, total = 0;
+    free_on(r, free, total);
+    if (free == 0) continue;
+    rep.findings.push_back({wr::kKeptOffReservedUnit,
+                            std::to_string(free) + " free GPUs on " + compress_hostlist(r.nodes) +
+                                " are reserved for job " + std::to_string(r.job_id) + ", a large gang, since " +
+                                local_clock(r.since) + "; " +
+                                (self.preemptible ? "this job cannot be preempted again (PreemptMaxPerJob or its "
+                                                    "max-restarts), so it may not use them"
+                                                  : "only preemptible jobs may use them until the gang starts")});
+  }
+}
+
 WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   WhyReport rep;
   if (job.state == "RUNNING" || job.state == "SUSPENDED") explain_placement(job, snap, rep);
@@ -799,6 +864,7 @@ WhyReport explain(const JobFacts& job, const Snapshot& snap) {
     rep.eta_is_upstream_end = true;
   }
   explain_rank(job, snap, present, rep);
+  explain_reservations(job, snap, present, rep);
   // select/mlsched keeps it for a faster type (GpuTypeSpeed): its own words say
   // which, when, and how much sooner it should finish.
   if (job.state == "PENDING" && is_faster_type_wait(job.select_reason))
@@ -897,6 +963,10 @@ std::string format_why(const JobFacts& job, const WhyReport& rep, time_t now) {
            (t.job_borrows ? std::string(", and those of a team that stays no further beyond its guarantee")
                           : std::string()) +
            " (PreemptForNonPreemptible)");
+    if (rep.lent_from)
+      line("  lent:       it runs on GPUs reserved since " + clock(rep.lent_from->since) + " for job " +
+           std::to_string(rep.lent_from->job_id) + ", a large gang, on " + compress_hostlist(rep.lent_from->nodes) +
+           "; it is checkpoint-preempted and requeued once those nodes hold nothing else");
     if (job.last_checkpoint)
       line("  checkpoint: " + (job.last_checkpoint_path.empty() ? std::string() : job.last_checkpoint_path + " ") +
            "marked complete at " + clock(job.last_checkpoint) + " (" + format_duration(now - job.last_checkpoint) +

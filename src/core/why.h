@@ -36,6 +36,8 @@ inline constexpr const char* kFreeGpusFragmented = "FreeGpusFragmented";
 inline constexpr const char* kStrictLocality = "StrictLocalityCannotFit";
 inline constexpr const char* kFasterGpuType = "WaitingForFasterGpuType";
 inline constexpr const char* kGpuNodesUnavailable = "GpuNodesUnavailable";
+inline constexpr const char* kWaitingForReservedUnit = "WaitingForReservedUnit";
+inline constexpr const char* kKeptOffReservedUnit = "KeptOffReservedUnit";
 inline constexpr const char* kBehindHigherPriority = "BehindHigherPriorityJobs";
 inline constexpr const char* kTeamFairShareBehind = "TeamFairShareBehind";
 inline constexpr const char* kTeamBeyondQuota = "TeamBeyondQuota";
@@ -130,6 +132,9 @@ struct JobFacts {
   // SystemComment) and when slurmctld last evaluated it (LastSchedEval).
   std::string select_reason;
   time_t select_evaluated = 0;
+  uint32_t restarts = 0;                      // Slurm's restart count (every requeue)
+  // The unit it reserved, from its record: a pending large gang (ReserveForGangGpus).
+  std::optional<GangReservation> reservation;
   // Its state in mlsched's words (lifecycle.h), shown first; nullopt: not computed.
   std::optional<MlStatus> ml;
 };
@@ -154,6 +159,8 @@ struct Snapshot {
   time_t now = 0;
   std::map<std::string, TeamView> teams;  // by team (account); empty when unknown
   Config config;                          // mlsched.conf as the plugins read it (defaults if unreadable)
+  // Large gangs' reservations, from the records of pending (not held) jobs.
+  std::vector<GangReservation> reservations;
 };
 
 // Bound on the (node, GPU) rows read from one gres.conf (200,000: 25,000 nodes of
@@ -257,6 +264,8 @@ struct WhyReport {
   std::string placement_now;
   bool select_differs = false;
   AttainedReport attained;
+  // Running: the reservation whose GPUs it was lent (lent_reserved_gpus), if any.
+  std::optional<GangReservation> lent_from;
 };
 
 WhyReport explain(const JobFacts& job, const Snapshot& snap);

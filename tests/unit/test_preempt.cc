@@ -7,6 +7,7 @@
 
 #include "core/config.h"
 #include "core/directives.h"
+#include "core/job_record.h"
 #include "core/preempt.h"
 #include "suites.h"
 
@@ -589,6 +590,105 @@ START_TEST(preemption_time_reads_the_same_in_any_time_zone) {
 }
 END_TEST
 
+// ==== reservations for large gangs ===============================================
+
+// A 16-GPU gang of team vision, borrowing, that reserved gpu[1-2] ten minutes ago.
+Preemptor reserving_gang() {
+  Preemptor p = preemptor(16);
+  p.borrowing = true;
+  p.preemptible = false;
+  p.eligible_since = kNow - 3600;
+  GangReservation r;
+  r.job_id = p.job_id;
+  r.nodes = {"gpu1", "gpu2"};
+  r.since = kNow - 600;
+  p.reservation = r;
+  return p;
+}
+
+// A preemptible 1-GPU job of team nlp, inside its guarantee, started a minute ago on `node`.
+PreemptCandidate lent_job(uint32_t id, const std::string& node) {
+  PreemptCandidate v = victim(id, {{node, 1}});
+  v.borrowing = false;
+  v.start_time = kNow - 60;
+  v.has_directives = true;
+  v.max_restarts = 3;
+  return v;
+}
+
+START_TEST(jobs_lent_reserved_gpus_give_them_back_to_the_gang) {
+  const Config c = base_config();
+  const Preemptor gang = reserving_gang();
+  // Lent: whatever its team's standing (inside its guarantee) and its run time (a minute).
+  ck_assert_str_eq(verdict_name(may_preempt(gang, lent_job(7, "gpu1"), c, kNow)), "Allowed");
+  // The same job without the reservation: the gang would borrow, so it has no claim.
+  Preemptor plain = gang;
+  plain.reservation.reset();
+  ck_assert_str_eq(verdict_name(may_preempt(plain, lent_job(7, "gpu1"), c, kNow)), "PreemptorBorrowing");
+  // Not lent: it runs outside the unit...
+  ck_assert_str_eq(verdict_name(may_preempt(gang, lent_job(8, "gpu3"), c, kNow)), "PreemptorBorrowing");
+  // ...or started before the gang reserved the unit (the usual rules apply to it)...
+  PreemptCandidate before = lent_job(9, "gpu2");
+  before.start_time = kNow - 700;
+  ck_assert_str_eq(verdict_name(may_preempt(gang, before, c, kNow)), "PreemptorBorrowing");
+  // ...or it is not preemptible (select/mlsched keeps such jobs off the unit).
+  PreemptCandidate firm = lent_job(10, "gpu1");
+  firm.preemptible = false;
+  ck_assert_str_eq(verdict_name(may_preempt(gang, firm, c, kNow)), "VictimNotPreemptible");
+  // A job with no requeue left, or preempted PreemptMaxPerJob times, cannot give GPUs
+  // back: it is never lent them, and the gang does not count on it.
+  PreemptCandidate spent = lent_job(11, "gpu1");
+  spent.restarts = 3;
+  ck_assert(!may_borrow_reserved_gpus(spent, c));
+  ck_assert(!lent_reserved_gpus(*gang.reservation, spent, c));
+  PreemptCandidate often = lent_job(12, "gpu1");
+  often.times_preempted = 5;
+  ck_assert(!may_borrow_reserved_gpus(often, c));
+  ck_assert(may_borrow_reserved_gpus(lent_job(13, "gpu1"), c));
+  // The gang is never its own lent job.
+  PreemptCandidate self = lent_job(100, "gpu1");
+  ck_assert(!lent_reserved_gpus(*gang.reservation, self, c));
+}
+END_TEST
+
+START_TEST(a_large_gang_reserves_after_its_wait) {
+  Config c = base_config();
+  ck_assert_int_eq(c.reserve_for_gang_gpus, 0);  // off by default
+  ck_assert(!may_reserve_for_gang(32, kNow - 86400, c, kNow));
+  c = accepted("ReserveForGangGpus=16\nReserveForGangWait=5m\n");
+  ck_assert_int_eq(c.reserve_for_gang_gpus, 16);
+  ck_assert_int_eq(c.reserve_for_gang_wait, 300);
+  ck_assert(may_reserve_for_gang(16, kNow - 300, c, kNow));
+  ck_assert(!may_reserve_for_gang(16, kNow - 299, c, kNow));   // not waited long enough
+  ck_assert(!may_reserve_for_gang(8, kNow - 3600, c, kNow));   // not a large gang
+  ck_assert(!may_reserve_for_gang(16, 0, c, kNow));            // eligible since: unknown
+  ck_assert_contains(refused("ReserveForGangWait=soon\n"), "mlsched.conf:1: ReserveForGangWait=soon is not a duration");
+  ck_assert_contains(refused("ReserveForGangGpus=big\n"), "ReserveForGangGpus=big is not a whole number");
+}
+END_TEST
+
+START_TEST(a_reservation_lives_on_the_gangs_record) {
+  GangReservation r;
+  r.job_id = 812;
+  r.nodes = {"gpu01", "gpu02"};
+  r.since = 1764770000;
+  const std::string text = with_reservation_recorded("mlsched: type=training; site note", r);
+  ck_assert_str_eq(text.c_str(),
+                   "mlsched: type=training reserved-nodes=gpu[01-02] reserved-since=1764770000; site note");
+  const auto back = reservation_of(812, decode_job_record(text).marks);
+  ck_assert(back.has_value());
+  ck_assert_int_eq(back->nodes.size(), 2);
+  ck_assert_str_eq(back->nodes[1].c_str(), "gpu02");
+  ck_assert_int_eq(back->since, r.since);
+  // Removed again: the record is as it was.
+  const std::string removed = with_reservation_recorded(text, std::nullopt);
+  ck_assert_str_eq(removed.c_str(), "mlsched: type=training; site note");
+  ck_assert(!reservation_of(812, decode_job_record("mlsched: type=training").marks));
+  // Half a reservation is none.
+  ck_assert(!reservation_of(812, decode_job_record("mlsched: reserved-nodes=gpu01").marks));
+}
+END_TEST
+
 Suite* preempt_suite() {
   Suite* s = suite_create("preempt");
   TCase* rules = tcase_create("rules");
@@ -598,6 +698,9 @@ Suite* preempt_suite() {
   tcase_add_test(rules, preempt_config_keys_are_typed);
   tcase_add_test(rules, large_gang_that_waited_too_long_reclaims_borrowed_gpus);
   tcase_add_test(rules, large_gang_config_keys_are_typed);
+  tcase_add_test(rules, jobs_lent_reserved_gpus_give_them_back_to_the_gang);
+  tcase_add_test(rules, a_large_gang_reserves_after_its_wait);
+  tcase_add_test(rules, a_reservation_lives_on_the_gangs_record);
   tcase_add_test(rules, attained_service_preempts_within_a_team_by_level);
   tcase_add_test(rules, attained_service_preemption_key_needs_its_levels);
   tcase_add_test(rules, non_preemptible_job_displaces_best_effort_only_where_fair_share_holds);

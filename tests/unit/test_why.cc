@@ -259,7 +259,7 @@ START_TEST(down_nodes_and_slurm_limits) {
   job.slurm_reason = "SomethingNew";
   ck_assert_msg(find(explain(job, snap), wait_reason::kOtherSlurmReason), "unknown Slurm reason dropped");
   // Every reason the code can give is documented.
-  ck_assert_int_eq(wait_reason_docs().size(), 22);
+  ck_assert_int_eq(wait_reason_docs().size(), 24);
 }
 END_TEST
 
@@ -750,6 +750,72 @@ START_TEST(federated_job_shows_each_region) {
 }
 END_TEST
 
+START_TEST(reserved_unit_is_named_for_the_gang_the_kept_off_and_the_lent) {
+  // Job 812, a 16-GPU gang, reserved gpu[01-02] at t=400. gpu01 is full; gpu02 has
+  // 3 GPUs free.
+  Cluster c = fixture_cluster();
+  Snapshot snap = idle_snapshot(c, 1000);
+  occupy(c, snap.state, "gpu01", 8);
+  occupy(c, snap.state, "gpu02", 5);
+  snap.config.reserve_for_gang_gpus = 16;
+  GangReservation r;
+  r.job_id = 812;
+  r.nodes = {"gpu01", "gpu02"};
+  r.since = 400;
+  snap.reservations = {r};
+  // The gang itself waits for its unit.
+  JobFacts gang = pending_job(2, 8, {"h100"}, Locality::any, LocalityMode::prefer);
+  gang.job_id = 812;
+  gang.reservation = r;
+  WhyReport rep = explain(gang, snap);
+  const Finding* w = find(rep, wait_reason::kWaitingForReservedUnit);
+  ck_assert_msg(w, "no reserved-unit finding for the gang");
+  ck_assert_contains(w->message, "it reserved gpu[01-02] at ");
+  ck_assert_contains(w->message, "3 of its 16 GPUs there are free");
+  ck_assert(!find(rep, wait_reason::kKeptOffReservedUnit));
+  // A non-preemptible h100 job is kept off the 3 free GPUs.
+  JobFacts firm = pending_job(1, 1, {"h100"}, Locality::any, LocalityMode::prefer);
+  rep = explain(firm, snap);
+  const Finding* k = find(rep, wait_reason::kKeptOffReservedUnit);
+  ck_assert_msg(k, "no kept-off finding");
+  ck_assert_contains(k->message, "3 free GPUs on gpu[01-02] are reserved for job 812, a large gang, since ");
+  ck_assert_contains(k->message, "only preemptible jobs may use them until the gang starts");
+  // An a100 job is not concerned; neither is a preemptible one.
+  rep = explain(pending_job(1, 1, {"a100"}, Locality::any, LocalityMode::prefer), snap);
+  ck_assert(!find(rep, wait_reason::kKeptOffReservedUnit));
+  JobFacts flexible = firm;
+  JobDirectives d;
+  d.preemptible = true;
+  d.max_restarts = 3;
+  flexible.directives = d;
+  rep = explain(flexible, snap);
+  ck_assert(!find(rep, wait_reason::kKeptOffReservedUnit));
+  // ...unless it cannot be requeued again: then it is kept off too, and told why.
+  flexible.restarts = 3;
+  rep = explain(flexible, snap);
+  k = find(rep, wait_reason::kKeptOffReservedUnit);
+  ck_assert_msg(k, "no kept-off finding for a job out of restarts");
+  ck_assert_contains(k->message, "cannot be preempted again");
+  // A preemptible job that started on gpu02 after the reservation runs on lent GPUs.
+  JobFacts lent = flexible;
+  lent.restarts = 0;
+  lent.state = "RUNNING";
+  lent.start_time = 500;
+  lent.gpus_by_node = {{"gpu02", {4}}};
+  rep = explain(lent, snap);
+  ck_assert(rep.lent_from.has_value());
+  ck_assert_int_eq(rep.lent_from->job_id, 812);
+  ck_assert_contains(format_why(lent, rep, 1000), "  lent:       it runs on GPUs reserved since ");
+  ck_assert_contains(format_why(lent, rep, 1000),
+                     "for job 812, a large gang, on gpu[01-02]; it is checkpoint-preempted and requeued once those "
+                     "nodes hold nothing else");
+  // One that started before it is not lent anything.
+  lent.start_time = 300;
+  rep = explain(lent, snap);
+  ck_assert(!rep.lent_from.has_value());
+}
+END_TEST
+
 Suite* why_suite() {
   Suite* s = suite_create("why");
   TCase* tc = tcase_create("why");
@@ -765,6 +831,7 @@ Suite* why_suite() {
   tcase_add_test(tc, down_nodes_and_slurm_limits);
   tcase_add_test(tc, quota_and_fair_share_behind_another_team);
   tcase_add_test(tc, guarantee_kept_for_an_earlier_gang_is_named);
+  tcase_add_test(tc, reserved_unit_is_named_for_the_gang_the_kept_off_and_the_lent);
   tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);
   tcase_add_test(tc, why_shows_select_view_beside_its_recomputation);
   tcase_add_test(tc, attained_service_level_is_named_for_waiting_and_running_jobs);

@@ -43,6 +43,11 @@ List partition_list() {
   static List* const p = lookup<List>("part_list");
   return value_of<List>(p, nullptr);
 }
+job_record_t* find_job(uint32_t job_id) {
+  using Find = job_record_t* (*)(uint32_t);
+  static const Find find = reinterpret_cast<Find>(dlsym(RTLD_DEFAULT, "find_job_record"));
+  return find ? find(job_id) : nullptr;
+}
 slurmdb_federation_rec_t* federation() {
   static slurmdb_federation_rec_t** const p = lookup<slurmdb_federation_rec_t*>("fed_mgr_fed_rec");
   return value_of<slurmdb_federation_rec_t*>(p, nullptr);

@@ -8,6 +8,7 @@
 // in_slurmctld() is true.
 #pragma once
 
+#include <cstdint>
 #include <ctime>
 
 #include "plugins/common/slurm_headers.h"
@@ -20,7 +21,10 @@ bool in_slurmctld();
 node_record_t** node_table();  // node_record_table_ptr; may contain NULL holes
 int node_count();              // size of node_table()
 time_t last_node_update();     // changes whenever a node record changes
-List partition_list();         // part_list: the partitions (part_record_t); may be NULL
+List partition_list();
+// slurmctld's find_job_record(): the job by id from its hash table (not job_list),
+// NULL when unknown or outside slurmctld. Caller holds the job read lock.
+job_record_t* find_job(uint32_t job_id);         // part_list: the partitions (part_record_t); may be NULL
 // The federation this cluster is in (fed_mgr_fed_rec) and this cluster's record in it
 // (fed_mgr_cluster_rec); NULL when it is in none. Caller holds the federation read lock.
 slurmdb_federation_rec_t* federation();

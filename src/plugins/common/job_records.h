@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/job_record.h"
+#include "core/preempt.h"
 #include "plugins/common/slurm_headers.h"
 
 namespace mlsched::plugin {
@@ -13,5 +14,12 @@ namespace mlsched::plugin {
 // The record of `job_ptr` now. Caller holds the job read (or write) lock; the
 // record stays valid after the lock is released.
 std::shared_ptr<const JobRecord> job_record_of(const job_record_t* job_ptr);
+
+// What preemption asks of a job, from its record and Slurm's counters: its id,
+// whether it gives GPUs back (preemptible; a job without directives never offered
+// to), its checkpoint interval, how often preempt/mlsched preempted it, its
+// requeues and max-restarts, its attained service. preempt/mlsched adds where it
+// runs; select/mlsched asks whether reserved GPUs may be lent to it.
+PreemptCandidate preemption_view(const job_record_t* job_ptr);
 
 }  // namespace mlsched::plugin

@@ -520,6 +520,17 @@ json_object* report_json(const JobFacts& job, const WhyReport& rep, const std::v
     json_object_array_add(ahead_teams, o);
   }
   json_object_object_add(root, "teams_ahead", ahead_teams);
+  // A large gang's reservation: the one this job holds (pending) or was lent (running).
+  auto reservation_json = [](const std::optional<GangReservation>& r) -> json_object* {
+    if (!r) return nullptr;
+    json_object* o = json_object_new_object();
+    json_object_object_add(o, "job_id", json_object_new_int64(r->job_id));
+    json_object_object_add(o, "nodes", jstr(compress_hostlist(r->nodes)));
+    json_object_object_add(o, "since", json_object_new_int64(r->since));
+    return o;
+  };
+  json_object_object_add(root, "reservation", reservation_json(job.reservation));
+  json_object_object_add(root, "lent_from", reservation_json(rep.lent_from));
   json_object_object_add(root, "borrowing_mark", job.borrowing_mark ? jstr(*job.borrowing_mark) : nullptr);
   json_object* pre = json_object_new_object();
   json_object_object_add(pre, "times", json_object_new_int64(job.preemptions.times));
@@ -606,6 +617,8 @@ JobFacts facts_of(const slurm_job_info_t& j, time_t now) {
   job.gpus_by_node = gpus_by_node(j);
   job.borrowing_mark = record.marks.borrowing;
   job.preemptions = record.preemptions;
+  job.restarts = j.restart_cnt;
+  if (job.state == "PENDING" && j.priority > 0) job.reservation = reservation_of(job.job_id, record.marks);
   job.select_reason = select_reason_of(str(j.system_comment));
   job.select_evaluated = j.last_sched_eval;
   job.ml = ml_status(job_view(j));
@@ -664,6 +677,9 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
       pj.account = str(o.account);
       pj.priority = o.priority;
       const auto record = decode_job_record(str(o.admin_comment));
+      // A large gang's reservation (select/mlsched drops it once the gang is held).
+      if (o.priority > 0)
+        if (auto r = reservation_of(o.job_id, record.marks)) snap.reservations.push_back(std::move(*r));
       // As priority/mlsched orders the queue: a requeued job keeps its first submission.
       pj.submit_time = o.submit_time;
       if (record.marks.first_submit > 0 && record.marks.first_submit < pj.submit_time)

@@ -122,8 +122,7 @@ std::string single_type(const mlsched::GpuCounts& g) {
 // the TRES string: a multi-node job's GPUs are taken as spread evenly over its
 // nodes, which is what --gres=gpu:N per node gives.
 mlsched::PreemptCandidate candidate_of(const job_record_t* job_ptr, const mlsched::Config& config) {
-  mlsched::PreemptCandidate c;
-  c.job_id = job_ptr->job_id;
+  mlsched::PreemptCandidate c = mlsched::plugin::preemption_view(job_ptr);
   c.team = str(job_ptr->account);
   const auto gpus = allocated_gpus(job_ptr);
   c.gpu_type = single_type(gpus);
@@ -134,27 +133,12 @@ mlsched::PreemptCandidate candidate_of(const job_record_t* job_ptr, const mlsche
     for (size_t i = 0; i < nodes.size(); ++i) c.gpus_on_node[nodes[i]] = per + (i < extra ? 1 : 0);
   }
   c.start_time = job_ptr->start_time;
-  // PreemptMaxPerJob counts our own `preempted=` mark; Slurm's restart count also
-  // holds time-limit and node-failure requeues, which only max-restarts counts.
-  const auto record = mlsched::plugin::job_record_of(job_ptr);
-  c.times_preempted = record->preemptions.times;
-  c.restarts = job_ptr->restart_cnt;
-  c.attained_gpu_seconds = record->marks.attained_gpu_seconds;
   if (job_ptr->part_ptr) c.partition = str(job_ptr->part_ptr->name);
   c.quota_kind = mlsched::quota_kind(config, c.gpu_type, c.partition);
   // What `mlsched ckpt done` reported in the job's Comment: string parsing only
   // (callers hold the job lock). lost_work() clamps it to this run, so a false
   // report can only make this job the cheaper victim.
   c.last_checkpoint = mlsched::checkpoint_report(str(job_ptr->comment));
-  if (const auto& d = record->directives) {
-    c.has_directives = true;
-    c.preemptible = d->preemptible;
-    c.max_restarts = d->max_restarts;
-    c.checkpoint_interval = d->checkpoint_interval;
-  } else {
-    // A job submitted without directives never asked to be interrupted.
-    c.preemptible = false;
-  }
   return c;
 }
 
@@ -321,6 +305,8 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, std::shared_
   if (preemptor_ptr->part_ptr) p.partition = str(preemptor_ptr->part_ptr->name);
   // A job submitted without directives never offered to give way (candidate_of).
   p.preemptible = record->directives && record->directives->preemptible;
+  // A large gang's reservation (select/mlsched took it): jobs lent its GPUs yield.
+  p.reservation = mlsched::reservation_of(p.job_id, record->marks);
   if (const auto& d = record->directives) {
     // Only a strict locality binds the select plugin; a preferred one may widen.
     if (d->locality_mode == mlsched::LocalityMode::strict) p.locality = d->locality;

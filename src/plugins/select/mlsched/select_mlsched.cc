@@ -26,6 +26,8 @@
 #include "core/directives.h"
 #include "core/node_failures.h"
 #include "core/placement.h"
+#include "core/preempt.h"
+#include "core/hostlist.h"
 #include "core/safe_file.h"
 #include "core/submit.h"
 #include "core/text.h"
@@ -511,6 +513,86 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
   return SLURM_ERROR;
 }
 
+// ==== reservations for large gangs (ReserveForGangGpus; core/preempt.h) ==========
+// The one reservation in force. Taken when backfill asks when a large gang that has
+// waited ReserveForGangWait could start (will-run: the nodes of its answer are the
+// unit it will run in), recorded on the gang's record for preempt/mlsched and
+// `mlsched why`, and dropped once the gang is no longer waiting. Kept in memory
+// only: after a restart the gang's next will-run takes it again. Read and changed
+// under slurmctld's job lock, which every job test holds; the mutex only orders it.
+std::mutex g_reservation_mutex;
+std::optional<mlsched::GangReservation> g_reservation;
+
+// The reservation in force, if its gang is still waiting to start (not held).
+std::optional<mlsched::GangReservation> reservation_now() {
+  std::lock_guard<std::mutex> lock(g_reservation_mutex);
+  if (!g_reservation) return std::nullopt;
+  const job_record_t* gang = mlsched::plugin::ctld::find_job(g_reservation->job_id);
+  if (!gang || !IS_JOB_PENDING(gang) || gang->priority == 0) {
+    info("%s: JobId=%u no longer waits: its reservation of %s ends", kLog, g_reservation->job_id,
+         mlsched::compress_hostlist(g_reservation->nodes).c_str());
+    g_reservation.reset();
+  }
+  return g_reservation;
+}
+
+// The nodes of a bitmap, by name.
+std::vector<std::string> node_names(bitstr_t* nodes) {
+  std::vector<std::string> names;
+  node_record_t** table = mlsched::plugin::ctld::node_table();
+  const int64_t count = mlsched::plugin::ctld::node_count();
+  for (int64_t i = bit_ffs(nodes); table && i >= 0 && i <= bit_fls(nodes) && i < count; i++)
+    if (bit_test(nodes, i) && table[i]) names.push_back(table[i]->name);
+  return names;
+}
+
+// After a will-run answer for `job_ptr` on `nodes`: a large gang that has waited
+// long enough reserves them when no other gang holds a reservation. Caller holds
+// the job write lock (the gang's record changes).
+void maybe_reserve(job_record_t* job_ptr, bitstr_t* nodes, const mlsched::Config& config) {
+  const time_t now = time(nullptr);
+  const uint32_t gpus = mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_req_str)).total();
+  const int64_t eligible_since = job_ptr->details ? job_ptr->details->begin_time : 0;
+  if (!mlsched::may_reserve_for_gang(gpus, eligible_since, config, now) || job_ptr->priority == 0) return;
+  if (reservation_now()) return;
+  mlsched::GangReservation r;
+  r.job_id = job_ptr->job_id;
+  r.nodes = node_names(nodes);
+  r.since = now;
+  if (r.nodes.empty()) return;
+  const std::string after = mlsched::with_reservation_recorded(str(job_ptr->admin_comment), r);
+  xfree(job_ptr->admin_comment);
+  job_ptr->admin_comment = xstrdup(after.c_str());
+  info("%s: %pJ (%u GPUs, eligible for %ld s) reserves %s: GPUs freed there go only to preemptible jobs "
+       "until it starts",
+       kLog, job_ptr, gpus, static_cast<long>(now - eligible_since), mlsched::compress_hostlist(r.nodes).c_str());
+  std::lock_guard<std::mutex> lock(g_reservation_mutex);
+  g_reservation = std::move(r);
+}
+
+// The reason a job kept off a reservation's nodes waits, when they have GPUs of a
+// type it accepts free now ("" otherwise: it would not fit there anyway).
+std::string kept_off_reason(const mlsched::GangReservation& r, bitstr_t* bitmap, const mlsched::PlacementRequest& request,
+                            const mlsched::Config& config) {
+  const auto model = g_cluster.get(config, g_config.generation(), kLog);
+  const mlsched::ClusterState state = current_state(*model, config);
+  const auto& acceptable = mlsched::acceptable_types(model->index, request);
+  uint32_t free = 0;
+  for (size_t k = 0; k < model->cluster.nodes().size(); ++k) {
+    const auto& node = model->cluster.nodes()[k];
+    if (std::find(r.nodes.begin(), r.nodes.end(), node.name) == r.nodes.end()) continue;
+    if (!bit_test(bitmap, model->slurm_index[k]) || !state[k].usable) continue;
+    if (std::find(acceptable.begin(), acceptable.end(), mlsched::lowercase(node.gpu_type)) == acceptable.end() &&
+        std::find(acceptable.begin(), acceptable.end(), node.gpu_type) == acceptable.end())
+      continue;
+    for (bool busy : state[k].gpu_busy) free += busy ? 0 : 1;
+  }
+  if (free == 0) return "";
+  return std::to_string(free) + " free GPUs on " + mlsched::compress_hostlist(r.nodes) + " are reserved for job " +
+         std::to_string(r.job_id) + ", a large gang; only preemptible jobs may use them until it starts";
+}
+// ==== end reservations for large gangs ============================================
+
 }  // namespace
 
 MLSCHED_EXPORT int init(void) {
@@ -550,9 +632,39 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
       // are still chosen by NVLink clique.
       const bool pinned = job_ptr->details && job_ptr->details->req_node_bitmap &&
                           bit_set_count(job_ptr->details->req_node_bitmap) > 0;
-      if (!pinned)
-        return placed_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
-                               preemptee_job_list, tail, request, config);
+      if (!pinned) {
+        // A large gang's reservation: a job that could not give its GPUs back is kept off
+        // the gang's nodes (in run-now and will-run alike, so backfill plans it elsewhere).
+        const auto reservation = mode == SELECT_MODE_TEST_ONLY ? std::nullopt : reservation_now();
+        if (reservation && reservation->job_id != job_ptr->job_id &&
+            !mlsched::may_borrow_reserved_gpus(mlsched::plugin::preemption_view(job_ptr), *config)) {
+          bitstr_t* narrowed = bit_copy(bitmap);
+          node_record_t** table = mlsched::plugin::ctld::node_table();
+          for (int64_t i = bit_ffs(narrowed); table && i >= 0 && i <= bit_fls(narrowed); i++)
+            if (bit_test(narrowed, i) && table[i] &&
+                std::find(reservation->nodes.begin(), reservation->nodes.end(), table[i]->name) !=
+                    reservation->nodes.end())
+              bit_clear(narrowed, i);
+          if (bit_set_count(narrowed) != bit_set_count(bitmap)) {
+            const int rc = placed_job_test(job_ptr, narrowed, min_nodes, max_nodes, req_nodes, mode,
+                                           preemptee_candidates, preemptee_job_list, tail, request, config);
+            if (rc == SLURM_SUCCESS) {
+              bit_copybits(bitmap, narrowed);
+            } else if (mode == SELECT_MODE_RUN_NOW) {
+              const std::string why = kept_off_reason(*reservation, bitmap, request, *config);
+              if (!why.empty()) set_reason(job_ptr, why);
+            }
+            FREE_NULL_BITMAP(narrowed);
+            return rc;
+          }
+          FREE_NULL_BITMAP(narrowed);
+        }
+        const int rc = placed_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                                       preemptee_job_list, tail, request, config);
+        if (rc == SLURM_SUCCESS && mode == SELECT_MODE_WILL_RUN && config->reserve_for_gang_gpus)
+          maybe_reserve(job_ptr, bitmap, *config);
+        return rc;
+      }
       const int rc = inner_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
                                     preemptee_job_list, tail);
       const bool preempting = preemptee_job_list && *preemptee_job_list && list_count(*preemptee_job_list) > 0;
