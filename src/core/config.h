@@ -95,7 +95,7 @@ struct Config {
   // gang checkpoint-preempts them whatever their team's standing and run time. 0
   // (the default) turns reservations off.
   uint32_t reserve_for_gang_gpus = 0;
-  uint32_t reserve_for_gang_wait = 600;
+  uint32_t reserve_for_gang_wait = 600;  // 10m
   // ==== end preempt/mlsched =======================================================
 
   // ==== priority/mlsched: fair share, quotas and priority weights ==============

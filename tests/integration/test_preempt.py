@@ -481,6 +481,73 @@ def test_large_gang_that_waited_too_long_reclaims_borrowed_gpus(preempt_cluster,
     print(f"\nlarge gang {gang} started {waited:.0f} s after submission, reclaiming {','.join(preempted)}")
 
 
+def test_large_gang_reserves_its_nodes_lends_them_to_preemptible_work_and_takes_them_back(preempt_cluster,
+                                                                                          mlsched_conf):
+    """ReserveForGangGpus: research's 16-GPU gang waits behind four full a100 nodes.
+    It reserves two of them; as GPUs free up there, a non-preemptible job is kept off,
+    a preemptible one runs on lent GPUs, and once the two nodes hold nothing else the
+    gang preempts it and starts there. Neither the lent job's team standing (vision is
+    within its guarantee) nor PreemptMinRunTime (5 minutes here) keeps the GPUs."""
+    cluster, jobs, files = preempt_cluster
+    mlsched_conf.append(*SETTINGS[1:], "PreemptMinRunTime=300", "ReserveForGangGpus=16", "ReserveForGangWait=0",
+                        plugin="preempt/mlsched", tag="test_gang_reservation")
+    blocker_script = "#!/bin/bash\n#MLSCHED type=training preemptible=no\nsleep 600\n"
+
+    def submit_blocker(user, account, gres, name):
+        res, _ = cluster.sbatch(user, blocker_script, "-A", account, f"--gres=gpu:a100:{gres}", "-N1",
+                                "-x", OTHER_NODES, "-t", "20", "-o", "/dev/null", name=name)
+        job = cluster.job_id(res)
+        jobs.append(job)
+        return job
+
+    blockers = [submit_blocker(CAROL, "research", 8, f"full{i}") for i in range(4)]
+    for job in blockers:
+        cluster.wait_state(job, {"RUNNING"})
+    node_of = {cluster.job_field(job, "NodeList"): job for job in blockers}
+    assert len(node_of) == 4, node_of
+    res, _ = cluster.sbatch(CAROL, "#!/bin/bash\n#MLSCHED type=training preemptible=no\nsleep 300\n", "-A",
+                            "research", "--gres=gpu:a100:8", "-N2", "-x", OTHER_NODES, "-t", "10", "-o", "/dev/null")
+    gang = cluster.job_id(res)
+    jobs.append(gang)
+    wait_for(lambda: "reserved-nodes=" in (cluster.job_field(gang, "AdminComment") or ""),
+             f"gang {gang} to reserve its nodes", timeout=60, interval=1)
+    reserved = re.search(r"reserved-nodes=(\S+)", cluster.job_field(gang, "AdminComment")).group(1)
+    unit = hostnames(cluster, reserved)
+    assert len(unit) == 2 and set(unit) <= set(node_of), (unit, node_of)
+    text, data = why(cluster, gang)
+    assert "WaitingForReservedUnit" in text and f"it reserved {reserved} at " in text, text
+    assert data["reservation"]["job_id"] == int(gang), data["reservation"]
+    assert "0 of its 16 GPUs there are free" in text, text
+
+    # The first of its nodes frees up: a non-preemptible job of nlp is kept off it...
+    cluster.cancel(node_of[unit[0]])
+    firm = submit_blocker(BOB, "nlp", 1, "firm")
+    wait_for(lambda: "reserved for job " + gang in (cluster.job_field(firm, "SystemComment") or ""),
+             f"job {firm} to be kept off the reserved node", timeout=60, interval=1)
+    assert cluster.job_field(firm, "JobState") == "PENDING"
+    text, _ = why(cluster, firm)
+    assert "KeptOffReservedUnit" in text and f"8 free GPUs on" in text and f"reserved for job {gang}" in text, text
+    # ...while a preemptible trainer of vision runs there on lent GPUs.
+    lent, lent_out = trainer(cluster, jobs, files, ALICE, "vision", "lent", 2)
+    cluster.wait_state(lent, {"RUNNING"})
+    assert cluster.job_field(lent, "NodeList") == unit[0]
+    wait_for(lambda: "fake-trainer: start at step 0" in output(lent_out), "the lent trainer to start training")
+    text, data = why(cluster, lent)
+    assert f"lent:       it runs on GPUs reserved since" in text and f"for job {gang}, a large gang" in text, text
+    assert data["lent_from"]["job_id"] == int(gang), data["lent_from"]
+    assert cluster.job_field(firm, "JobState") == "PENDING"
+
+    # The second node frees up: the gang takes back the lent GPUs and starts on its nodes.
+    cluster.cancel(node_of[unit[1]])
+    cluster.wait_state(gang, {"RUNNING"}, timeout=90)
+    assert sorted(hostnames(cluster, cluster.job_field(gang, "NodeList"))) == sorted(unit)
+    admin = cluster.job_field(lent, "AdminComment")
+    assert "preempted=1 " in admin and f"preempted-by={gang} " in admin, admin
+    wait_for(lambda: re.search(r"checkpoint at step \d+ \(signal at", output(lent_out)),
+             "the lent trainer to checkpoint on its signal", timeout=60)
+    assert cluster.job_field(firm, "JobState") == "PENDING"
+
+
 def slurmd_of(cluster, node):
     """pid, argv and environment of the slurmd that scripts/cluster started for `node`."""
     for pid in filter(str.isdigit, os.listdir("/proc")):
