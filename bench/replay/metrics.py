@@ -205,6 +205,42 @@ def free_at(topo, segments, t, exclude=None, margin=0.0):
     return free
 
 
+def idle_while_gangs_wait(topo, segments, attempts, gpu_types_of, t_end, dt):
+    """GPUs left idle while large gangs (16+ GPUs) wait: at each sample time at which
+    at least one waits (from its submission, or the end of its run before, to its
+    start), the free GPUs (free_at) on nodes of the GPU types the waiting gangs
+    accept. Returns (idle GPU-seconds, seconds with a gang waiting). A reservation
+    that holds a gang's nodes empty shows here; one that lends them does not."""
+    waits = []
+    by_name = {}
+    for a in attempts:
+        if a["gpus"] >= 16:
+            by_name.setdefault(a["name"], []).append(a)
+    for name, runs in by_name.items():
+        runs.sort(key=lambda a: (a["start"] if a["start"] is not None else float("inf")))
+        since = min(a["submit"] for a in runs)
+        for a in runs:
+            until = a["start"] if a["start"] is not None else t_end
+            if until > since:
+                waits.append((since, until, set(gpu_types_of(name))))
+            if a["end"] is None or a["start"] is None:
+                break
+            since = a["end"]
+    idle = seconds = 0.0
+    for k in range(int(t_end / dt) + 1):
+        t = k * dt
+        types = set()
+        for s, e, ts in waits:
+            if s <= t < e:
+                types |= ts
+        if not types:
+            continue
+        free = free_at(topo, segments, t)
+        idle += dt * sum(len(f) for n, f in free.items() if topo.nodes[n]["gpu_type"] in types)
+        seconds += dt
+    return idle, seconds
+
+
 def placement_quality(topo, segments, gpu_types_of, margin=1.5):
     """For each multi-GPU trainer start: its level and the narrowest level the
     GPUs free at that moment (its own included) allowed. GPUs busy within

@@ -236,6 +236,11 @@ def run_table(res):
         row("jobs accepting either type: their GPU-time by type", share(s["either_type_gpu_time"]),
             share(m["either_type_gpu_time"]))
     row("fragmentation index, mean during submissions", fmt(s["frag_mean_window"], 3), fmt(m["frag_mean_window"], 3))
+    if "gang_wait_idle_gpu_seconds" in s:
+        idle = lambda d: "%s GPU-s over %s s (%s idle on average)" % (
+            fmt(d["gang_wait_idle_gpu_seconds"], 0), fmt(d["gang_wait_seconds"], 0),
+            fmt(d["gang_wait_idle_gpu_seconds"] / d["gang_wait_seconds"] if d["gang_wait_seconds"] else None))
+        row("GPUs idle on their types while 16+ GPU jobs waited", idle(s), idle(m))
     row("preemptions; GPU-hours lost (real time)", "%d; %s" % (s["preemptions"], fmt(s["gpu_hours_lost"], 3)),
         "%d; %s" % (m["preemptions"], fmt(m["gpu_hours_lost"], 3)))
     row("requeues (runs after the first)", s["requeues"], m["requeues"])

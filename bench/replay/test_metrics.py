@@ -141,6 +141,25 @@ def test_placement_is_judged_against_what_was_free_at_the_start():
     assert row["best"] == "clique" and row["at_best"]
 
 
+def test_idle_gpus_are_counted_on_the_waiting_gangs_types_only_while_they_wait():
+    topo = topology.Topology.from_shape(SHAPE)
+    seg = lambda name, alloc, start, end: {"name": name, "alloc": alloc, "start": start, "end": end}
+    # Every a100 node full from 0 to 100 but gpu16, which has 3 GPUs free; h100 idle.
+    busy = [seg("x%s" % n, {n: list(range(8))}, 0, 100) for n in topo.nodes
+            if topo.nodes[n]["gpu_type"] == "a100" and n != "gpu16"]
+    busy.append(seg("y", {"gpu16": [0, 1, 2, 3, 4]}, 0, 100))
+    gang = attempt("g", 10, 50, 90, gpus=16)
+    small = attempt("s", 0, 30, 40, gpus=1)  # a small job's wait does not count
+    types = lambda name: ["a100"]
+    idle, waited = metrics.idle_while_gangs_wait(topo, busy, [gang, small], types, 100, 1.0)
+    assert waited == 40 and idle == 3 * 40
+    # A gang that accepts either type: the 64 idle h100 GPUs count too.
+    idle, _ = metrics.idle_while_gangs_wait(topo, busy, [gang], lambda name: ["a100", "h100"], 100, 1.0)
+    assert idle == (3 + 64) * 40
+    # No gang waits: nothing.
+    assert metrics.idle_while_gangs_wait(topo, busy, [small], types, 100, 1.0) == (0.0, 0.0)
+
+
 def test_gpu_speed_factors_parse_and_apply_per_allocation():
     topo = topology.Topology.from_shape(SHAPE)
     assert topology.parse_speed("off") == {}

@@ -635,7 +635,8 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
       if (!pinned) {
         // A large gang's reservation: a job that could not give its GPUs back is kept off
         // the gang's nodes (in run-now and will-run alike, so backfill plans it elsewhere).
-        const auto reservation = mode == SELECT_MODE_TEST_ONLY ? std::nullopt : reservation_now();
+        const auto reservation =
+            mode == SELECT_MODE_TEST_ONLY || !config->reserve_for_gang_gpus ? std::nullopt : reservation_now();
         if (reservation && reservation->job_id != job_ptr->job_id &&
             !mlsched::may_borrow_reserved_gpus(mlsched::plugin::preemption_view(job_ptr), *config)) {
           bitstr_t* narrowed = bit_copy(bitmap);
@@ -648,12 +649,13 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
           if (bit_set_count(narrowed) != bit_set_count(bitmap)) {
             const int rc = placed_job_test(job_ptr, narrowed, min_nodes, max_nodes, req_nodes, mode,
                                            preemptee_candidates, preemptee_job_list, tail, request, config);
-            if (rc == SLURM_SUCCESS) {
-              bit_copybits(bitmap, narrowed);
-            } else if (mode == SELECT_MODE_RUN_NOW) {
+            // It cannot start now (backfill's will-run may plan it for later, and then
+            // never asks run-now): say so when the reserved nodes have room it could use.
+            if (rc != SLURM_SUCCESS || (mode == SELECT_MODE_WILL_RUN && job_ptr->start_time > time(nullptr))) {
               const std::string why = kept_off_reason(*reservation, bitmap, request, *config);
               if (!why.empty()) set_reason(job_ptr, why);
             }
+            if (rc == SLURM_SUCCESS) bit_copybits(bitmap, narrowed);
             FREE_NULL_BITMAP(narrowed);
             return rc;
           }
