@@ -22,10 +22,12 @@ def mlsched_profile_text(args):
     # The levers as the profile file sets them (the file is their one owner).
     with open(os.path.join(REPO, "etc", "mlsched-ml-profile.conf")) as f:
         levers = [l.strip() for l in f if l.strip() and not l.lstrip().startswith("#")
-                  and not l.lower().startswith(("attainedservicethresholds", "attainedservicepromoteafter"))]
+                  and not l.lower().startswith(("attainedservicethresholds", "attainedservicepromoteafter",
+                                                "reserveforgangwait"))]
     return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (%s), levels at %s real GPU-seconds, "
-            "promoted after %d s" % (", ".join("`%s`" % l for l in levers), args.attained_thresholds,
-                                      args.attained_promote_after)) + scaled + extra_text(args)
+            "promoted after %d s, ReserveForGangWait %d s (10 min of trace time)"
+            % (", ".join("`%s`" % l for l in levers), args.attained_thresholds, args.attained_promote_after,
+               max(1, round(600 / args.compression)))) + scaled + extra_text(args)
 
 
 def extra_text(args):

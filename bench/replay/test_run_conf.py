@@ -50,6 +50,9 @@ def test_ml_profile_appends_the_levers_with_the_replays_levels():
     assert conf["attainedservicethresholds"] == ["100,1000"]
     assert conf["attainedservicepromoteafter"] == ["300"]
     assert conf["prioritymaxage"] == ["900"]
+    # Reservations for large gangs, after 10 min of trace time (compression 5: 120 s).
+    assert conf["reserveforganggpus"] == ["16"]
+    assert conf["reserveforgangwait"] == ["120"]
 
 
 def test_gpu_speed_is_given_to_mlsched_as_gpu_type_speed():

@@ -520,30 +520,25 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
 // `mlsched why`, and dropped once the gang is no longer waiting. Kept in memory
 // only: after a restart the gang's next will-run takes it again. Read and changed
 // under slurmctld's job lock, which every job test holds; the mutex only orders it.
+struct HeldReservation {
+  mlsched::GangReservation reservation;
+  std::vector<int64_t> node_index;  // its nodes in slurmctld's node table (fixed until a restart)
+};
 std::mutex g_reservation_mutex;
-std::optional<mlsched::GangReservation> g_reservation;
+std::optional<HeldReservation> g_reservation;
 
 // The reservation in force, if its gang is still waiting to start (not held).
-std::optional<mlsched::GangReservation> reservation_now() {
+std::optional<HeldReservation> reservation_now() {
   std::lock_guard<std::mutex> lock(g_reservation_mutex);
   if (!g_reservation) return std::nullopt;
-  const job_record_t* gang = mlsched::plugin::ctld::find_job(g_reservation->job_id);
+  const mlsched::GangReservation& r = g_reservation->reservation;
+  const job_record_t* gang = mlsched::plugin::ctld::find_job(r.job_id);
   if (!gang || !IS_JOB_PENDING(gang) || gang->priority == 0) {
-    info("%s: JobId=%u no longer waits: its reservation of %s ends", kLog, g_reservation->job_id,
-         mlsched::compress_hostlist(g_reservation->nodes).c_str());
+    info("%s: JobId=%u no longer waits: its reservation of %s ends", kLog, r.job_id,
+         mlsched::compress_hostlist(r.nodes).c_str());
     g_reservation.reset();
   }
   return g_reservation;
-}
-
-// The nodes of a bitmap, by name.
-std::vector<std::string> node_names(bitstr_t* nodes) {
-  std::vector<std::string> names;
-  node_record_t** table = mlsched::plugin::ctld::node_table();
-  const int64_t count = mlsched::plugin::ctld::node_count();
-  for (int64_t i = bit_ffs(nodes); table && i >= 0 && i <= bit_fls(nodes) && i < count; i++)
-    if (bit_test(nodes, i) && table[i]) names.push_back(table[i]->name);
-  return names;
 }
 
 // After a will-run answer for `job_ptr` on `nodes`: a large gang that has waited
@@ -555,10 +550,17 @@ void maybe_reserve(job_record_t* job_ptr, bitstr_t* nodes, const mlsched::Config
   const int64_t eligible_since = job_ptr->details ? job_ptr->details->begin_time : 0;
   if (!mlsched::may_reserve_for_gang(gpus, eligible_since, config, now) || job_ptr->priority == 0) return;
   if (reservation_now()) return;
-  mlsched::GangReservation r;
+  HeldReservation held;
+  mlsched::GangReservation& r = held.reservation;
   r.job_id = job_ptr->job_id;
-  r.nodes = node_names(nodes);
   r.since = now;
+  node_record_t** table = mlsched::plugin::ctld::node_table();
+  const int64_t count = mlsched::plugin::ctld::node_count();
+  for (int64_t i = bit_ffs(nodes); table && i >= 0 && i <= bit_fls(nodes) && i < count; i++) {
+    if (!bit_test(nodes, i) || !table[i]) continue;
+    r.nodes.push_back(table[i]->name);
+    held.node_index.push_back(i);
+  }
   if (r.nodes.empty()) return;
   const std::string after = mlsched::with_reservation_recorded(str(job_ptr->admin_comment), r);
   xfree(job_ptr->admin_comment);
@@ -567,7 +569,7 @@ void maybe_reserve(job_record_t* job_ptr, bitstr_t* nodes, const mlsched::Config
        "until it starts",
        kLog, job_ptr, gpus, static_cast<long>(now - eligible_since), mlsched::compress_hostlist(r.nodes).c_str());
   std::lock_guard<std::mutex> lock(g_reservation_mutex);
-  g_reservation = std::move(r);
+  g_reservation = std::move(held);
 }
 
 // The reason a job kept off a reservation's nodes waits, when they have GPUs of a
@@ -635,18 +637,19 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
       if (!pinned) {
         // A large gang's reservation: a job that could not give its GPUs back is kept off
         // the gang's nodes (in run-now and will-run alike, so backfill plans it elsewhere).
-        const auto reservation =
+        const auto held =
             mode == SELECT_MODE_TEST_ONLY || !config->reserve_for_gang_gpus ? std::nullopt : reservation_now();
+        const mlsched::GangReservation* reservation = held ? &held->reservation : nullptr;
         if (reservation && reservation->job_id != job_ptr->job_id &&
             !mlsched::may_borrow_reserved_gpus(mlsched::plugin::preemption_view(job_ptr), *config)) {
           bitstr_t* narrowed = bit_copy(bitmap);
-          node_record_t** table = mlsched::plugin::ctld::node_table();
-          for (int64_t i = bit_ffs(narrowed); table && i >= 0 && i <= bit_fls(narrowed); i++)
-            if (bit_test(narrowed, i) && table[i] &&
-                std::find(reservation->nodes.begin(), reservation->nodes.end(), table[i]->name) !=
-                    reservation->nodes.end())
+          bool kept_off = false;
+          for (int64_t i : held->node_index)
+            if (i < bit_size(narrowed) && bit_test(narrowed, i)) {
               bit_clear(narrowed, i);
-          if (bit_set_count(narrowed) != bit_set_count(bitmap)) {
+              kept_off = true;
+            }
+          if (kept_off) {
             const int rc = placed_job_test(job_ptr, narrowed, min_nodes, max_nodes, req_nodes, mode,
                                            preemptee_candidates, preemptee_job_list, tail, request, config);
             // It cannot start now (backfill's will-run may plan it for later, and then
