@@ -1049,6 +1049,7 @@ Snapshot restrict_to_pools(const Snapshot& whole, const std::vector<Pool>& pools
   part.now = whole.now;
   part.teams = whole.teams;
   part.config = whole.config;
+  part.reservations = whole.reservations;  // by node name: those outside the pool find no GPUs
   cluster = Cluster();
   const auto& all = whole.cluster->nodes();
   for (size_t k = 0; k < all.size() && k < whole.state.size(); ++k) {

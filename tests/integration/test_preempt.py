@@ -519,11 +519,15 @@ def test_large_gang_reserves_its_nodes_lends_them_to_preemptible_work_and_takes_
     assert data["reservation"]["job_id"] == int(gang), data["reservation"]
     assert "0 of its 16 GPUs there are free" in text, text
 
-    # The first of its nodes frees up: a non-preemptible job of nlp is kept off it...
+    # The first of its nodes frees up: a non-preemptible job of vision, within its
+    # guarantee and so ahead of the borrowing gang in the queue (stock Slurm would start
+    # it there at once), is kept off it...
     cluster.cancel(node_of[unit[0]])
-    firm = submit_blocker(BOB, "nlp", 1, "firm")
+    firm = submit_blocker(ALICE, "vision", 1, "firm")
     wait_for(lambda: "reserved for job " + gang in (cluster.job_field(firm, "SystemComment") or ""),
-             f"job {firm} to be kept off the reserved node", timeout=60, interval=1)
+             lambda: f"job {firm} to be kept off the reserved node (now {cluster.job_field(firm, 'JobState')} "
+                     f"on {cluster.job_field(firm, 'NodeList')}, reason {cluster.job_field(firm, 'Reason')}, "
+                     f"select: {cluster.job_field(firm, 'SystemComment')})", timeout=60, interval=1)
     assert cluster.job_field(firm, "JobState") == "PENDING"
     text, _ = why(cluster, firm)
     assert "KeptOffReservedUnit" in text and f"8 free GPUs on" in text and f"reserved for job {gang}" in text, text

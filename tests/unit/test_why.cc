@@ -1,5 +1,6 @@
 // Why a job waits: each reason with its numbers, and counterfactuals computed on
 // a snapshot of the hand-written 16-node cluster (nvl0-3, sw0/sw1, h100/a100).
+#include "core/hostlist.h"
 #include "core/text.h"
 #include "core/placement.h"
 #include "core/why.h"
@@ -780,6 +781,11 @@ START_TEST(reserved_unit_is_named_for_the_gang_the_kept_off_and_the_lent) {
   ck_assert_msg(k, "no kept-off finding");
   ck_assert_contains(k->message, "3 free GPUs on gpu[01-02] are reserved for job 812, a large gang, since ");
   ck_assert_contains(k->message, "only preemptible jobs may use them until the gang starts");
+  // `mlsched why` explains a job on its partition's part of the cluster: the
+  // reservation comes along.
+  Cluster pool_cluster;
+  const Snapshot part = restrict_to_pools(snap, {Pool{"gpu", expand_hostlist("gpu[01-16]")}}, pool_cluster);
+  ck_assert_msg(find(explain(firm, part), wait_reason::kKeptOffReservedUnit), "reservation lost in the pool's view");
   // An a100 job is not concerned; neither is a preemptible one.
   rep = explain(pending_job(1, 1, {"a100"}, Locality::any, LocalityMode::prefer), snap);
   ck_assert(!find(rep, wait_reason::kKeptOffReservedUnit));
