@@ -786,9 +786,6 @@ void order_findings(WhyReport& rep) {
                    [&](const Finding& a, const Finding& b) { return order(a) < order(b); });
 }
 
-}  // namespace
-
-// The driver: one function per reason family, in listing order of concern.
 // Large gangs' reservations (ReserveForGangGpus, preempt.h): the gang waits for its
 // unit; a job that could not give GPUs back is kept off it; a preemptible job may
 // run there on lent GPUs.
@@ -848,6 +845,9 @@ void explain_reservations(const JobFacts& job, const Snapshot& snap, const std::
   }
 }
 
+}  // namespace
+
+// The driver: one function per reason family, in listing order of concern.
 WhyReport explain(const JobFacts& job, const Snapshot& snap) {
   WhyReport rep;
   if (job.state == "RUNNING" || job.state == "SUSPENDED") explain_placement(job, snap, rep);
