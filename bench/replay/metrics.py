@@ -52,6 +52,104 @@ def jct_floor(logical, jobs_by_name, speed=None):
     return sum(floors) / len(floors) if floors else None
 
 
+IDEAL_ORDERS = ("fifo", "sjf", "srpt")
+
+
+def ideal_jcts(jobs, topo, order, speed=None, prefer=None):
+    """JCT of every job of a job list under an idealised scheduler, as references for
+    what scheduling alone can win on that list. It is not a lower bound (the best
+    schedule of gangs on typed nodes is NP-hard); it is what a scheduler gets with
+    none of a real one's costs: a job starts the instant it fits (no cycle, no
+    launch), runs exactly its work at its type's speed (no communication penalty),
+    and takes GPUs by best fit on the nodes of topo (a gang: whole per-node shares
+    on nodes of one type, as the replay asks for them).
+      fifo: in submission order, every job that fits starts (backfill without
+            reservations, no time limits needed);
+      sjf:  the same, least GPU-time first, with the real durations (an oracle);
+      srpt: at every arrival and completion all jobs are placed again, least
+            remaining GPU-time first; preemption and migration cost nothing (an
+            oracle, and free preemption).
+    A job that accepts any type takes the fastest type with room; among equally fast
+    ones, `prefer` (a type) if given, else the type with the most free GPUs.
+    jobs: the replay's job list ({"n", "submit", "work", "gpus", "nodes",
+    "gpu_type"}); returns {"r<n>": jct}. speed: {gpu_type: factor}."""
+    speed = speed or {}
+    if order not in IDEAL_ORDERS:
+        raise ValueError("ideal order %r: expected one of %s" % (order, ", ".join(IDEAL_ORDERS)))
+    nodes = sorted(topo.nodes)
+    types_of = lambda j: sorted({topo.nodes[n]["gpu_type"] for n in nodes}) if j["gpu_type"] == "any" \
+        else [j["gpu_type"]]
+
+    def place(j, free):
+        """Nodes for j on `free` ({node: GPUs}), fastest type first, best fit; None."""
+        per = j["gpus"] // max(1, j["nodes"])
+        room = lambda t: sum(free[n] for n in nodes if topo.nodes[n]["gpu_type"] == t)
+        for t in sorted(types_of(j), key=lambda t: (-speed.get(t, 1.0), t != prefer, -room(t), t)):
+            fits = sorted((n for n in nodes if topo.nodes[n]["gpu_type"] == t and free[n] >= per),
+                          key=lambda n: (free[n], n))
+            if len(fits) >= max(1, j["nodes"]):
+                return fits[:max(1, j["nodes"])], per, speed.get(t, 1.0)
+        return None
+
+    arrivals = sorted(jobs, key=lambda j: (j["submit"], j["n"]))
+    remaining = {}   # n -> work left at speed 1.0
+    running = {}     # n -> (nodes, per, speed) under fifo/sjf
+    jct, now, i = {}, 0.0, 0
+    by_n = {j["n"]: j for j in jobs}
+    while i < len(arrivals) or remaining:
+        while i < len(arrivals) and arrivals[i]["submit"] <= now:
+            remaining[arrivals[i]["n"]] = float(arrivals[i]["work"])
+            i += 1
+        free = {n: topo.nodes[n]["gpus"] for n in nodes}
+        if order == "srpt":
+            running = {}
+            rank = lambda n: (remaining[n] * by_n[n]["gpus"], by_n[n]["submit"], n)
+        else:
+            for n, (al, per, _) in running.items():
+                for x in al:
+                    free[x] -= per
+            rank = (lambda n: (by_n[n]["submit"], n)) if order == "fifo" else \
+                (lambda n: (remaining[n] * by_n[n]["gpus"], by_n[n]["submit"], n))
+        for n in sorted((n for n in remaining if n not in running), key=rank):
+            got = place(by_n[n], free)
+            if got:
+                for x in got[0]:
+                    free[x] -= got[1]
+                running[n] = got
+        if not running and i >= len(arrivals):
+            raise ValueError("ideal schedule: job r%d fits no node of the topology" % min(remaining))
+        step = min([remaining[n] / running[n][2] for n in running] +
+                   [arrivals[i]["submit"] - now if i < len(arrivals) else float("inf")])
+        now += step
+        for n in list(running):
+            remaining[n] -= step * running[n][2]
+            if remaining[n] <= 1e-9:
+                jct["r%d" % n] = now - by_n[n]["submit"]
+                del remaining[n], running[n]
+    return jct
+
+
+def ideal_mean_jct(jobs, topo, logical, speed=None):
+    """{order: mean ideal JCT} over the jobs that finished in `logical`
+    (jobs_from_attempts), so that each compares with that run's own mean JCT.
+    Greedy schedules swing by several percent with the type that jobs accepting
+    any type take first, so each order is run with every such choice (the most
+    free GPUs, then each type first) and the lowest mean is kept: each of them is
+    a schedule the idealised scheduler could have made."""
+    done = [name for name, j in logical.items() if j["jct"] is not None]
+    types = sorted({info["gpu_type"] for info in topo.nodes.values()})
+    out = {}
+    for order in IDEAL_ORDERS:
+        means = []
+        for prefer in [None] + (types if len(types) > 1 else []):
+            jct = ideal_jcts(jobs, topo, order, speed, prefer)
+            vals = [jct[name] for name in done if name in jct]
+            if vals:
+                means.append(sum(vals) / len(vals))
+        out[order] = min(means) if means else None
+    return out
+
+
 def parse_sdiag(text):
     """The scheduler's own cycle figures from `sdiag`: main and backfill cycles
     (count, mean and max microseconds) and backfill's mean depth. Keys whose line is

@@ -205,6 +205,10 @@ def run_table(res):
             row("%s %s (s)" % (label, st), fmt(s[key][st]), fmt(m[key][st]))
     if s.get("jct_floor") is not None:
         row("JCT floor: mean work of the finished jobs at full speed (s)", fmt(s["jct_floor"]), fmt(m.get("jct_floor")))
+    if s.get("ideal_jct"):
+        ideal = lambda r: " / ".join(fmt(r["ideal_jct"].get(o)) for o in ("fifo", "sjf", "srpt"))
+        row("idealised schedules of the same jobs, mean JCT: FIFO / SJF (oracle) / SRPT (oracle, free preemption) (s)",
+            ideal(s), ideal(m))
     for cls in ("1", "2-8", "16+"):
         for key, label in (("wait", "wait"), ("jct", "JCT")):
             a, b = s["by_size"][cls][key], m["by_size"][cls][key]
@@ -372,6 +376,16 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
                       "can be no lower than %.2f here (measured: %.2f)." % (
                           r["index"], fmt(m["jct_floor"]), m["jct_floor"] / s["jct"]["mean"],
                           m["jct"]["mean"] / s["jct"]["mean"]), ""]
+        ideal = m.get("ideal_jct") or {}
+        if ideal.get("fifo") and s["jct"]["mean"]:
+            lines += ["Run %d, idealised schedules of the jobs mlsched finished (no scheduling cycle, no "
+                      "communication penalty, best-fit placement; bench/replay/metrics.py `ideal_jcts`): "
+                      "starting every job that fits in submission order gives a mean JCT of %s s (%.2f of "
+                      "stock's); least GPU-time first, knowing every duration, %s s (%.2f); and also "
+                      "preempting and migrating for free, %s s (%.2f). They are references, not bounds." % (
+                          r["index"], fmt(ideal["fifo"]), ideal["fifo"] / s["jct"]["mean"],
+                          fmt(ideal["sjf"]), ideal["sjf"] / s["jct"]["mean"],
+                          fmt(ideal["srpt"]), ideal["srpt"] / s["jct"]["mean"]), ""]
     for f in failed:
         lines += ["Run %d (load %s, penalty %s) FAILED and is not in this report: `%s`"
                   % (f["index"], f["load"], f["penalty"], f["error"].replace("`", "'").replace("\n", " ")), ""]

@@ -242,3 +242,83 @@ def test_sdiag_cycles_are_read_per_section():
     d = metrics.parse_sdiag(SDIAG_22_05.replace("\\nBackfilling stats", "\\nMain scheduler exit:\\n\\tEnd of job queue: 3\\n\\tMax cycle: 7\\n\\nBackfilling stats"))
     assert d["main_max_us"] == 45210 and d["backfill_max_us"] == 1204332
     assert metrics.parse_sdiag("") == {}
+
+
+def small_topology(types=("a100", "a100")):
+    topo = topology.Topology()
+    for k, t in enumerate(types):
+        topo.nodes["n%d" % k] = {"gpu_type": t, "gpus": 8, "clique_of": [0] * 8, "domain": None, "switch": "sw0"}
+    return topo
+
+
+def job(n, submit, work, gpus, nodes=1, gpu_type="a100"):
+    return {"n": n, "submit": submit, "work": work, "gpus": gpus, "nodes": nodes, "gpu_type": gpu_type}
+
+
+def test_ideal_fifo_starts_every_job_that_fits_in_submission_order():
+    topo = small_topology()
+    jobs = [job(0, 0, 10, 8), job(1, 0, 10, 4), job(2, 1, 10, 8), job(3, 2, 1, 2)]
+    jct = metrics.ideal_jcts(jobs, topo, "fifo")
+    # r2 waits for a whole node (r0's, at 10); r3 fits beside r1 at once: no reservations.
+    assert approx(jct["r0"], 10) and approx(jct["r1"], 10)
+    assert approx(jct["r2"], 19) and approx(jct["r3"], 1)
+
+
+def test_ideal_sjf_runs_the_least_gpu_time_first_and_srpt_preempts_for_it():
+    topo = small_topology(("a100",))
+    jobs = [job(0, 0, 10, 8), job(1, 1, 10, 8), job(2, 2, 1, 8)]
+    fifo = metrics.ideal_jcts(jobs, topo, "fifo")
+    sjf = metrics.ideal_jcts(jobs, topo, "sjf")
+    srpt = metrics.ideal_jcts(jobs, topo, "srpt")
+    assert approx(fifo["r1"], 19) and approx(fifo["r2"], 19)
+    # sjf: r2 (8 GPU-s) before r1 (80), once r0 ends; never preempts r0.
+    assert approx(sjf["r0"], 10) and approx(sjf["r2"], 9) and approx(sjf["r1"], 20)
+    # srpt: r2 (8 GPU-s) preempts r0 (64 GPU-s left at t=2) for free and runs at once.
+    assert approx(srpt["r2"], 1) and approx(srpt["r0"], 11) and approx(srpt["r1"], 20)
+
+
+def test_ideal_gang_takes_whole_shares_on_nodes_of_one_type():
+    topo = small_topology(("a100", "h100", "h100"))
+    # 16 GPUs on 2 nodes of any type: only the two h100 nodes can hold it, and only
+    # once the 1-GPU job on one of them ends.
+    jobs = [job(0, 0, 5, 1, gpu_type="h100"), job(1, 0, 10, 16, nodes=2, gpu_type="any")]
+    jct = metrics.ideal_jcts(jobs, topo, "fifo", prefer="h100")
+    assert approx(jct["r1"], 15)
+
+
+def test_ideal_jobs_of_any_type_run_at_the_faster_types_speed():
+    topo = small_topology(("a100", "h100"))
+    jobs = [job(0, 0, 18, 1, gpu_type="any"), job(1, 0, 18, 1, gpu_type="a100")]
+    jct = metrics.ideal_jcts(jobs, topo, "fifo", speed={"h100": 1.8, "a100": 1.0})
+    assert approx(jct["r0"], 10) and approx(jct["r1"], 18)
+
+
+def test_ideal_mean_is_over_the_runs_finished_jobs_and_the_best_type_choice():
+    topo = small_topology(("a100", "h100"))
+    jobs = [job(0, 0, 10, 1, gpu_type="any"), job(1, 0, 10, 8, gpu_type="h100"), job(2, 11, 100, 1, gpu_type="h100")]
+    # r0 on h100 keeps r1 (a whole h100 node) waiting 10 s; on a100 nothing waits.
+    assert approx(metrics.ideal_jcts(jobs, topo, "fifo", prefer="h100")["r1"], 20)
+    assert approx(metrics.ideal_jcts(jobs, topo, "fifo", prefer="a100")["r1"], 10)
+    attempts = [
+        {"name": "r0", "jobid": "1", "state": "COMPLETED", "submit": 0, "start": 0, "end": 10, "gpus": 1, "team": "a"},
+        {"name": "r1", "jobid": "2", "state": "COMPLETED", "submit": 0, "start": 0, "end": 10, "gpus": 8, "team": "a"},
+        {"name": "r2", "jobid": "3", "state": "CANCELLED", "submit": 0, "start": None, "end": None, "gpus": 1, "team": "a"},
+    ]
+    # The better choice is kept, and r2 (submitted later) never finished
+    # in the run, so it is not in the mean.
+    best = metrics.ideal_mean_jct(jobs, topo, metrics.jobs_from_attempts(attempts))
+    assert approx(best["fifo"], 10) and approx(best["sjf"], 10) and approx(best["srpt"], 10)
+
+
+def test_ideal_refuses_what_it_cannot_schedule():
+    topo = small_topology(("a100",))
+    try:
+        metrics.ideal_jcts([job(0, 0, 1, 1)], topo, "lifo")
+        assert False
+    except ValueError as e:
+        assert "fifo, sjf, srpt" in str(e)
+    try:
+        metrics.ideal_jcts([job(0, 0, 1, 16, nodes=2)], topo, "fifo")
+        assert False
+    except ValueError as e:
+        assert "r0 fits no node" in str(e)
