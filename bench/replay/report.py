@@ -285,6 +285,8 @@ def shown_args(argv, meta):
     for a in argv:
         if prev == "--trace" and meta.get("trace"):
             a = "%s (sha256 %s...)" % (os.path.basename(a), trace_digest(meta)[:16])
+        elif prev == "--trace":
+            a = shlex.quote(os.path.basename(a))
         elif prev in ("--out", "--build-dir", "--dir-prefix", "--plugin-dir"):
             a = "<%s>" % prev[2:]
         else:

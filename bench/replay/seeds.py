@@ -1,0 +1,163 @@
+"""Issue 11's targets over several seeds of the same replay configuration: per seed,
+then mean and min-max, and whether each target was met in every seed and by how
+much it was missed. Input: the results.json of each run (one per seed and run spec).
+Unit-tested by bench/replay/test_seeds.py; `bench/replay/seeds` and `run --seeds`
+print it."""
+
+import json
+import os
+
+import metrics
+
+# The targets, in one place (issue 11, "Done when"). Mean JCT ratio by penalty.
+MEAN_JCT_RATIO = {"on": 0.70, "off": 0.85}
+GANG_OVER_SMALL_P95 = 2.0       # 16+ GPU p95 wait <= 2 x 1-GPU p95 wait
+SIZE_P95_JCT_WORSE = 1.10       # no class's p95 JCT more than 10 % over stock's
+ALLOC_BELOW_STOCK = 0.02        # mean GPUs allocated >= stock's - 2 %
+SIZE_CLASSES = ("1", "2-8", "16+")
+
+
+def run_speed(run):
+    """The GPU type speeds a run's trainer used, from the mlsched.conf it wrote
+    (`GpuTypeSpeed=a100:1,h100:1.8` when --gpu-speed was on): {type: factor}."""
+    speed = {}
+    try:
+        with open(os.path.join(run, "mlsched.conf")) as f:
+            for line in f:
+                if line.startswith("GpuTypeSpeed="):
+                    speed = {t: float(v) for t, _, v in (kv.partition(":") for kv in
+                                                         line.split("=", 1)[1].strip().split(","))}
+    except OSError:
+        pass
+    return speed
+
+
+def with_ideal(run, r, topo):
+    """A run's results with the idealised schedules' means, computed from its job
+    list and records when it was recorded before results.json carried them."""
+    for side in ("stock", "mlsched"):
+        if r[side].get("ideal_jct") is None:
+            with open(os.path.join(run, "jobs.json")) as f:
+                jobs = json.load(f)["jobs"]
+            with open(os.path.join(run, "%s-records.json" % side)) as f:
+                logical = metrics.jobs_from_attempts(json.load(f)["attempts"])
+            r[side]["ideal_jct"] = metrics.ideal_mean_jct(jobs, topo, logical, run_speed(run))
+    return r
+
+
+def load(out_dir, topo=None):
+    """Every run's results.json under a replay output dir (its replay-data/run*/);
+    with topo, the idealised schedules filled in where missing."""
+    data = os.path.join(out_dir, "replay-data")
+    out = []
+    for name in sorted(os.listdir(data)) if os.path.isdir(data) else []:
+        path = os.path.join(data, name, "results.json")
+        if os.path.exists(path):
+            with open(path) as f:
+                r = json.load(f)
+            out.append(with_ideal(os.path.join(data, name), r, topo) if topo else r)
+    return out
+
+
+def _ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def per_seed(r):
+    """The target figures of one run (one seed): {name: value or None}."""
+    s, m = r["stock"], r["mlsched"]
+    p95 = lambda side, cls, key: side["by_size"][cls][key]["p95"]
+    out = {
+        "mean_jct_ratio": _ratio(m["jct"]["mean"], s["jct"]["mean"]),
+        "gang_p95_wait": (p95(s, "16+", "wait"), p95(m, "16+", "wait")),
+        "gang_over_small": _ratio(p95(m, "16+", "wait"), p95(m, "1", "wait")),
+        "p95_jct_ratio": {c: _ratio(p95(m, c, "jct"), p95(s, c, "jct")) for c in SIZE_CLASSES},
+        "alloc": (s["alloc_mean_window"], m["alloc_mean_window"]),
+        "jain": (s["jain"], m["jain"]),
+        "lost": (s["gpu_hours_lost"], m["gpu_hours_lost"]),
+        "preemptions": (s["preemptions"], m["preemptions"]),
+        "load": (r.get("loadavg_mean"), r.get("loadavg_max")),
+    }
+    ideal = m.get("ideal_jct") or {}
+    out["ideal_ratio"] = {o: _ratio(ideal.get(o), s["jct"]["mean"]) for o in metrics.IDEAL_ORDERS}
+    return out
+
+
+def _f(v, d=2):
+    return "-" if v is None else ("%." + str(d) + "f") % v
+
+
+def _spread(vals, d=2):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return "-"
+    return "%s (%s-%s)" % (_f(sum(vals) / len(vals), d), _f(min(vals), d), _f(max(vals), d))
+
+
+def _verdict(misses, n, unit=""):
+    """'met in every seed' or 'missed in k of n, by up to X'."""
+    misses = [x for x in misses if x is not None]
+    if not misses:
+        return "met in all %d" % n
+    return "**missed** in %d of %d, by up to %s%s" % (len(misses), n, _f(max(misses)), unit)
+
+
+def table(runs):
+    """Markdown lines: one table per (load, penalty), a column per seed."""
+    groups = {}
+    for r in runs:
+        groups.setdefault((str(r["load"]), r["penalty"]), []).append(r)
+    lines = []
+    for (load, penalty), rs in sorted(groups.items()):
+        rs.sort(key=lambda r: r["meta"]["seed"])
+        figs = [per_seed(r) for r in rs]
+        n = len(rs)
+        lines += ["### Load %s, penalty %s: %d seed%s (%s)" % (load, penalty, n, "" if n == 1 else "s",
+                                                              ", ".join(str(r["meta"]["seed"]) for r in rs)), ""]
+        head = "| | " + " | ".join("seed %d" % r["meta"]["seed"] for r in rs) + " | mean (min-max) | target |"
+        lines += [head, "|---" * (n + 3) + "|"]
+
+        def row(label, cells, spread, verdict):
+            lines.append("| %s | %s | %s | %s |" % (label, " | ".join(cells), spread, verdict))
+
+        goal = MEAN_JCT_RATIO.get(penalty)
+        ratios = [f["mean_jct_ratio"] for f in figs]
+        row("mean JCT, mlsched / stock", [_f(v) for v in ratios], _spread(ratios),
+            ("<= %.2f: " % goal + _verdict([v - goal for v in ratios if v is not None and v > goal], n))
+            if goal is not None else "")
+        for o, label in (("fifo", "FIFO"), ("sjf", "SJF, oracle"), ("srpt", "SRPT, oracle, free preemption")):
+            vals = [f["ideal_ratio"][o] for f in figs]
+            if any(v is not None for v in vals):
+                reach = "" if goal is None else "below %.2f in %d of %d" % (
+                    goal, sum(1 for v in vals if v is not None and v <= goal), n)
+                row("idealised %s / stock's measured" % label, [_f(v) for v in vals], _spread(vals), reach)
+        row("16+ GPU p95 wait, stock / mlsched (s)", ["%s / %s" % (_f(a, 1), _f(b, 1)) for a, b in
+                                                      (f["gang_p95_wait"] for f in figs)],
+            _spread([_ratio(b, a) for a, b in (f["gang_p95_wait"] for f in figs)]) + " of stock's",
+            "<= stock's: " + _verdict([b - a for a, b in (f["gang_p95_wait"] for f in figs)
+                                       if a is not None and b is not None and b > a], n, " s"))
+        vals = [f["gang_over_small"] for f in figs]
+        row("mlsched 16+ GPU p95 wait / its 1-GPU p95 wait", [_f(v) for v in vals], _spread(vals),
+            "<= %.0f: " % GANG_OVER_SMALL_P95 + _verdict([v - GANG_OVER_SMALL_P95 for v in vals
+                                                         if v is not None and v > GANG_OVER_SMALL_P95], n, "x"))
+        for c in SIZE_CLASSES:
+            vals = [f["p95_jct_ratio"][c] for f in figs]
+            row("p95 JCT, %s GPU%s, mlsched / stock" % (c, "" if c == "1" else "s"), [_f(v) for v in vals],
+                _spread(vals), "<= %.2f: " % SIZE_P95_JCT_WORSE + _verdict(
+                    [v - SIZE_P95_JCT_WORSE for v in vals if v is not None and v > SIZE_P95_JCT_WORSE], n))
+        allocs = [f["alloc"] for f in figs]
+        row("mean GPUs allocated, stock / mlsched", ["%s / %s" % (_f(a, 1), _f(b, 1)) for a, b in allocs],
+            _spread([_ratio(b, a) for a, b in allocs], 3) + " of stock's",
+            ">= stock's - 2 %: " + _verdict([(1 - ALLOC_BELOW_STOCK) * a - b for a, b in allocs
+                                              if a and b is not None and b < (1 - ALLOC_BELOW_STOCK) * a], n,
+                                             " GPUs"))
+        jains = [f["jain"] for f in figs]
+        row("Jain's index of team shares, stock / mlsched", ["%s / %s" % (_f(a, 3), _f(b, 3)) for a, b in jains],
+            "", ">= stock's: " + _verdict([a - b for a, b in jains if a is not None and b is not None and b < a], n))
+        row("preemptions; GPU-hours lost, stock / mlsched",
+            ["%d; %s / %d; %s" % (f["preemptions"][0], _f(f["lost"][0], 3), f["preemptions"][1], _f(f["lost"][1], 3))
+             for f in figs], "", "reported")
+        row("machine load average, mean / max", ["%s / %s" % (_f(a, 1), _f(b, 1)) for a, b in
+                                                 (f["load"] for f in figs)], "", "")
+        lines.append("")
+    return lines

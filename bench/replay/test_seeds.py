@@ -1,0 +1,79 @@
+"""Unit tests of issue 11's targets over seeds (seeds.py; no cluster needed):
+    python3 -m pytest -q bench/replay/test_seeds.py
+"""
+
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import seeds  # noqa: E402
+import topology  # noqa: E402
+
+
+def side(mean_jct, p95, alloc=100.0, jain=0.99, lost=0.5, preemptions=10, ideal=None):
+    """One cluster's results: p95 = {class: (wait p95, jct p95)}."""
+    return {"jct": {"mean": mean_jct},
+            "by_size": {c: {"wait": {"p95": w}, "jct": {"p95": j}} for c, (w, j) in p95.items()},
+            "alloc_mean_window": alloc, "jain": jain, "gpu_hours_lost": lost, "preemptions": preemptions,
+            "ideal_jct": ideal}
+
+
+def run(seed, stock, mlsched, penalty="on"):
+    return {"meta": {"seed": seed}, "load": "1.5", "penalty": penalty, "loadavg_mean": 1.0, "loadavg_max": 2.0,
+            "stock": stock, "mlsched": mlsched}
+
+
+STOCK = {"1": (100.0, 200.0), "2-8": (300.0, 600.0), "16+": (900.0, 1200.0)}
+
+
+def test_every_target_met_in_every_seed():
+    good = {"1": (100.0, 200.0), "2-8": (300.0, 600.0), "16+": (150.0, 1100.0)}
+    runs = [run(s, side(100.0, STOCK), side(65.0, good, ideal={"fifo": 80.0, "sjf": 70.0, "srpt": 60.0}))
+            for s in (3, 1, 2)]
+    text = "\n".join(seeds.table(runs))
+    assert "| | seed 1 | seed 2 | seed 3 |" in text   # seeds in order
+    assert "| mean JCT, mlsched / stock | 0.65 | 0.65 | 0.65 | 0.65 (0.65-0.65) | <= 0.70: met in all 3 |" in text
+    assert "| idealised SJF, oracle / stock's measured | 0.70 | 0.70 | 0.70 | 0.70 (0.70-0.70) | below 0.70 in 3 of 3 |" in text
+    assert "missed" not in text
+
+
+def test_a_miss_is_named_with_its_seed_count_and_margin():
+    bad = {"1": (100.0, 230.0), "2-8": (300.0, 600.0), "16+": (950.0, 1200.0)}
+    runs = [run(1, side(100.0, STOCK), side(65.0, STOCK)),
+            run(2, side(100.0, STOCK), side(90.0, bad, alloc=97.0, jain=0.98))]
+    text = "\n".join(seeds.table(runs))
+    assert "<= 0.70: **missed** in 1 of 2, by up to 0.20 |" in text
+    # 16+ p95 wait: 950 against stock's 900 in seed 2, and 9.5x its 1-GPU p95 wait.
+    assert "<= stock's: **missed** in 1 of 2, by up to 50.00 s |" in text
+    assert "| mlsched 16+ GPU p95 wait / its 1-GPU p95 wait | 9.00 | 9.50 | 9.25 (9.00-9.50) | <= 2: **missed** in 2 of 2, by up to 7.50x |" in text
+    assert "| p95 JCT, 1 GPU, mlsched / stock | 1.00 | 1.15 | 1.07 (1.00-1.15) | <= 1.10: **missed** in 1 of 2, by up to 0.05 |" in text
+    assert ">= stock's - 2 %: **missed** in 1 of 2, by up to 1.00 GPUs |" in text
+    assert "| Jain's index of team shares, stock / mlsched | 0.990 / 0.990 | 0.990 / 0.980 |  | >= stock's: **missed** in 1 of 2" in text
+
+
+def test_penalty_off_has_its_own_target_and_table():
+    runs = [run(1, side(100.0, STOCK), side(80.0, STOCK), penalty="off"),
+            run(1, side(100.0, STOCK), side(80.0, STOCK), penalty="on")]
+    text = "\n".join(seeds.table(runs))
+    assert "### Load 1.5, penalty off: 1 seed (1)" in text and "### Load 1.5, penalty on: 1 seed (1)" in text
+    assert "<= 0.85: met in all 1 |" in text and "<= 0.70: **missed** in 1 of 1, by up to 0.10 |" in text
+
+
+def test_recorded_runs_get_their_idealised_schedules_and_speeds(tmp_path):
+    run_dir = tmp_path / "replay-data" / "run1-load1.5-penalty-on"
+    run_dir.mkdir(parents=True)
+    (run_dir / "mlsched.conf").write_text("#GpuTypeSpeed=h100:1.8,a100:1.0\nGpuTypeSpeed=a100:1,h100:2\n")
+    jobs = [{"n": 0, "submit": 0, "work": 20.0, "gpus": 1, "nodes": 1, "gpu_type": "h100"}]
+    (run_dir / "jobs.json").write_text(json.dumps({"meta": {}, "jobs": jobs}))
+    rec = {"attempts": [{"name": "r0", "jobid": "1", "state": "COMPLETED", "submit": 0, "start": 0, "end": 25,
+                         "gpus": 1, "team": "a"}], "segments": []}
+    for s in ("stock", "mlsched"):
+        (run_dir / ("%s-records.json" % s)).write_text(json.dumps(rec))
+    (run_dir / "results.json").write_text(json.dumps(run(1, side(25.0, STOCK), side(25.0, STOCK))))
+    assert seeds.run_speed(str(run_dir)) == {"a100": 1.0, "h100": 2.0}
+    topo = topology.Topology()
+    topo.nodes["n0"] = {"gpu_type": "h100", "gpus": 8, "clique_of": [0] * 8, "domain": None, "switch": "sw0"}
+    [r] = seeds.load(str(tmp_path), topo)
+    assert r["mlsched"]["ideal_jct"] == {"fifo": 10.0, "sjf": 10.0, "srpt": 10.0}
+    assert seeds.load(str(tmp_path / "nothing")) == []
