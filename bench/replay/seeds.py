@@ -120,6 +120,13 @@ def table(runs):
         def row(label, cells, spread, verdict):
             lines.append("| %s | %s | %s | %s |" % (label, " | ".join(cells), spread, verdict))
 
+        # The job list first: a target met on an unrepresentative list says little.
+        metas = [r["meta"] for r in rs]
+        unrep = [m for m in metas if m.get("representative") is False]
+        row("job list: jobs; 16+ GPU jobs; GPU-time mix gap to the trace (points)",
+            ["%s; %s; %s" % (m.get("jobs", "-"), m.get("gangs_16_plus", "-"), _f(m.get("mix_gap_points"), 1))
+             for m in metas], "", "representative: " + ("yes in all %d" % n if not unrep else
+                                                          "**no** in %d of %d" % (len(unrep), n)))
         goal = MEAN_JCT_RATIO.get(penalty)
         ratios = [f["mean_jct_ratio"] for f in figs]
         row("mean JCT, mlsched / stock", [_f(v) for v in ratios], _spread(ratios),
