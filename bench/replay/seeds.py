@@ -45,18 +45,48 @@ def with_ideal(run, r, topo):
     return r
 
 
+def seed_dir(out_dir, seed, seed_list):
+    """Where a seed's runs and report go: OUT itself for one seed, OUT/seed<N> for several."""
+    return out_dir if len(seed_list) == 1 else os.path.join(out_dir, "seed%d" % seed)
+
+
+def run_dir(seed_dir_, index, load, penalty):
+    """Where one run of a seed keeps its job list, records and results.json."""
+    return os.path.join(seed_dir_, "replay-data", "run%d-load%s-penalty-%s" % (index, load, penalty))
+
+
+def load_run(run, topo=None):
+    """One run directory's results.json; with topo, the idealised schedules filled
+    in where missing. Raises OSError, ValueError or KeyError for what is not a run."""
+    with open(os.path.join(run, "results.json")) as f:
+        r = json.load(f)
+    return with_ideal(run, r, topo) if topo else r
+
+
 def load(out_dir, topo=None):
     """Every run's results.json under a replay output dir (its replay-data/run*/);
     with topo, the idealised schedules filled in where missing."""
     data = os.path.join(out_dir, "replay-data")
-    out = []
-    for name in sorted(os.listdir(data)) if os.path.isdir(data) else []:
-        path = os.path.join(data, name, "results.json")
-        if os.path.exists(path):
-            with open(path) as f:
-                r = json.load(f)
-            out.append(with_ideal(os.path.join(data, name), r, topo) if topo else r)
-    return out
+    return [load_run(os.path.join(data, name), topo)
+            for name in (sorted(os.listdir(data)) if os.path.isdir(data) else [])
+            if os.path.exists(os.path.join(data, name, "results.json"))]
+
+
+def ideal_table(runs):
+    """Markdown lines for `bench/replay/ideal`: for each (label, results) both
+    clusters' measured mean JCT and their idealised FIFO, SJF and SRPT means, each
+    also as a ratio to stock's measured mean."""
+    lines = ["| run | cluster | measured mean JCT (s) | ideal FIFO / SJF / SRPT (s) | "
+             "measured / FIFO / SJF / SRPT over stock's measured mean |", "|---|---|---|---|---|"]
+    for label, r in runs:
+        stock_mean = r["stock"]["jct"]["mean"]
+        for side in ("stock", "mlsched"):
+            ideal = r[side].get("ideal_jct") or {}
+            vals = [r[side]["jct"]["mean"]] + [ideal.get(o) for o in metrics.IDEAL_ORDERS]
+            lines.append("| %s | %s | %s | %s | %s |" % (
+                label, side, _f(vals[0], 1), " / ".join(_f(v, 1) for v in vals[1:]),
+                " / ".join(_f(_ratio(v, stock_mean)) for v in vals)))
+    return lines
 
 
 def _ratio(a, b):
@@ -94,12 +124,13 @@ def _spread(vals, d=2):
     return "%s (%s-%s)" % (_f(sum(vals) / len(vals), d), _f(min(vals), d), _f(max(vals), d))
 
 
-def _verdict(misses, n, unit=""):
-    """'met in every seed' or 'missed in k of n, by up to X'."""
+def _verdict(misses, n, unit="", d=2):
+    """'met in every seed' or 'missed in k of n, by up to X' (d decimals: seconds
+    and GPUs are shown to one, as in the table's cells)."""
     misses = [x for x in misses if x is not None]
     if not misses:
         return "met in all %d" % n
-    return "**missed** in %d of %d, by up to %s%s" % (len(misses), n, _f(max(misses)), unit)
+    return "**missed** in %d of %d, by up to %s%s" % (len(misses), n, _f(max(misses), d), unit)
 
 
 def table(runs):
@@ -142,7 +173,7 @@ def table(runs):
                                                       (f["gang_p95_wait"] for f in figs)],
             _spread([_ratio(b, a) for a, b in (f["gang_p95_wait"] for f in figs)]) + " of stock's",
             "<= stock's: " + _verdict([b - a for a, b in (f["gang_p95_wait"] for f in figs)
-                                       if a is not None and b is not None and b > a], n, " s"))
+                                       if a is not None and b is not None and b > a], n, " s", 1))
         vals = [f["gang_over_small"] for f in figs]
         row("mlsched 16+ GPU p95 wait / its 1-GPU p95 wait", [_f(v) for v in vals], _spread(vals),
             "<= %.0f: " % GANG_OVER_SMALL_P95 + _verdict([v - GANG_OVER_SMALL_P95 for v in vals
@@ -157,7 +188,7 @@ def table(runs):
             _spread([_ratio(b, a) for a, b in allocs], 3) + " of stock's",
             ">= stock's - 2 %: " + _verdict([(1 - ALLOC_BELOW_STOCK) * a - b for a, b in allocs
                                               if a and b is not None and b < (1 - ALLOC_BELOW_STOCK) * a], n,
-                                             " GPUs"))
+                                             " GPUs", 1))
         jains = [f["jain"] for f in figs]
         row("Jain's index of team shares, stock / mlsched", ["%s / %s" % (_f(a, 3), _f(b, 3)) for a, b in jains],
             "", ">= stock's: " + _verdict([a - b for a, b in jains if a is not None and b is not None and b < a], n))

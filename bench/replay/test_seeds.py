@@ -49,10 +49,10 @@ def test_a_miss_is_named_with_its_seed_count_and_margin():
     assert "<= 0.70: **missed** in 1 of 2, by up to 0.20 |" in text
     assert "representative: **no** in 1 of 2 |" in text
     # 16+ p95 wait: 950 against stock's 900 in seed 2, and 9.5x its 1-GPU p95 wait.
-    assert "<= stock's: **missed** in 1 of 2, by up to 50.00 s |" in text
+    assert "<= stock's: **missed** in 1 of 2, by up to 50.0 s |" in text
     assert "| mlsched 16+ GPU p95 wait / its 1-GPU p95 wait | 9.00 | 9.50 | 9.25 (9.00-9.50) | <= 2: **missed** in 2 of 2, by up to 7.50x |" in text
     assert "| p95 JCT, 1 GPU, mlsched / stock | 1.00 | 1.15 | 1.07 (1.00-1.15) | <= 1.10: **missed** in 1 of 2, by up to 0.05 |" in text
-    assert ">= stock's - 2 %: **missed** in 1 of 2, by up to 1.00 GPUs |" in text
+    assert ">= stock's - 2 %: **missed** in 1 of 2, by up to 1.0 GPUs |" in text
     assert "| Jain's index of team shares, stock / mlsched | 0.990 / 0.990 | 0.990 / 0.980 |  | >= stock's: **missed** in 1 of 2" in text
 
 
@@ -81,3 +81,39 @@ def test_recorded_runs_get_their_idealised_schedules_and_speeds(tmp_path):
     [r] = seeds.load(str(tmp_path), topo)
     assert r["mlsched"]["ideal_jct"] == {"fifo": 10.0, "sjf": 10.0, "srpt": 10.0}
     assert seeds.load(str(tmp_path / "nothing")) == []
+
+
+def test_seed_and_run_directories():
+    assert seeds.seed_dir("/o", 3, [3]) == "/o"
+    assert seeds.seed_dir("/o", 3, [1, 3]) == "/o/seed3"
+    assert seeds.run_dir("/o/seed3", 2, "1.5", "off") == "/o/seed3/replay-data/run2-load1.5-penalty-off"
+
+
+def test_ideal_table_rows_are_ratios_to_stocks_measured_mean():
+    r = run(1, side(100.0, STOCK, ideal={"fifo": 80.0, "sjf": 70.0, "srpt": 60.0}),
+            side(90.0, STOCK, ideal={"fifo": 85.0, "sjf": 75.0, "srpt": None}))
+    lines = seeds.ideal_table([("seed1/run1", r)])
+    assert lines[2] == "| seed1/run1 | stock | 100.0 | 80.0 / 70.0 / 60.0 | 1.00 / 0.80 / 0.70 / 0.60 |"
+    # A missing reference shows as '-', never as a number.
+    assert lines[3] == "| seed1/run1 | mlsched | 90.0 | 85.0 / 75.0 / - | 0.90 / 0.85 / 0.75 / - |"
+
+
+def test_ideal_cli_reads_a_recorded_run_and_rejects_what_is_not_one(tmp_path):
+    import subprocess
+    run_dir = tmp_path / "out" / "replay-data" / "run1-load1.5-penalty-on"
+    run_dir.mkdir(parents=True)
+    jobs = [{"n": 0, "submit": 0, "work": 20.0, "gpus": 1, "nodes": 1, "gpu_type": "a100"}]
+    (run_dir / "jobs.json").write_text(json.dumps({"meta": {}, "jobs": jobs}))
+    rec = {"attempts": [{"name": "r0", "jobid": "1", "state": "COMPLETED", "submit": 0, "start": 0, "end": 25,
+                         "gpus": 1, "team": "a"}], "segments": []}
+    for s in ("stock", "mlsched"):
+        (run_dir / ("%s-records.json" % s)).write_text(json.dumps(rec))
+    (run_dir / "results.json").write_text(json.dumps(run(1, side(25.0, STOCK), side(40.0, STOCK))))
+    tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ideal")
+    out = subprocess.run([tool, str(run_dir)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    # The default shape has a100 nodes: the one job runs its 20 s of work at once.
+    assert "| out/run1-load1.5-penalty-on | mlsched | 40.0 | 20.0 / 20.0 / 20.0 | 1.60 / 0.80 / 0.80 / 0.80 |" \
+        in out.stdout
+    bad = subprocess.run([tool, str(tmp_path)], capture_output=True, text=True)
+    assert bad.returncode == 1 and "not a replay run directory" in bad.stderr
