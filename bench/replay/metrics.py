@@ -56,7 +56,12 @@ IDEAL_ORDERS = ("fifo", "sjf", "srpt")
 
 
 def ideal_jcts(jobs, topo, order, speed=None, prefer=None):
-    """JCT of every job of a job list under an idealised scheduler, as references for
+    """{"r<n>": JCT} of ideal_schedule."""
+    return {name: jct for name, (jct, _) in ideal_schedule(jobs, topo, order, speed, prefer).items()}
+
+
+def ideal_schedule(jobs, topo, order, speed=None, prefer=None):
+    """JCT and wait of every job of a job list under an idealised scheduler, as references for
     what scheduling alone can win on that list. It is not a lower bound (the best
     schedule of gangs on typed nodes is NP-hard); it is what a scheduler gets with
     none of a real one's costs: a job starts the instant it fits (no cycle, no
@@ -72,7 +77,8 @@ def ideal_jcts(jobs, topo, order, speed=None, prefer=None):
     A job that accepts any type takes the fastest type with room; among equally fast
     ones, `prefer` (a type) if given, else the type with the most free GPUs.
     jobs: the replay's job list ({"n", "submit", "work", "gpus", "nodes",
-    "gpu_type"}); returns {"r<n>": jct}. speed: {gpu_type: factor}."""
+    "gpu_type"}); returns {"r<n>": (jct, wait)}, wait being the time to the job's
+    first start. speed: {gpu_type: factor}."""
     speed = speed or {}
     if order not in IDEAL_ORDERS:
         raise ValueError("ideal order %r: expected one of %s" % (order, ", ".join(IDEAL_ORDERS)))
@@ -94,7 +100,7 @@ def ideal_jcts(jobs, topo, order, speed=None, prefer=None):
     arrivals = sorted(jobs, key=lambda j: (j["submit"], j["n"]))
     remaining = {}   # n -> work left at speed 1.0
     running = {}     # n -> (nodes, per, speed) under fifo/sjf
-    jct, now, i = {}, 0.0, 0
+    jct, first, now, i = {}, {}, 0.0, 0
     by_n = {j["n"]: j for j in jobs}
     while i < len(arrivals) or remaining:
         while i < len(arrivals) and arrivals[i]["submit"] <= now:
@@ -116,6 +122,7 @@ def ideal_jcts(jobs, topo, order, speed=None, prefer=None):
                 for x in got[0]:
                     free[x] -= got[1]
                 running[n] = got
+                first.setdefault(n, now)
         if not running and i >= len(arrivals):
             raise ValueError("ideal schedule: job r%d fits no node of the topology" % min(remaining))
         step = min([remaining[n] / running[n][2] for n in running] +
@@ -124,7 +131,7 @@ def ideal_jcts(jobs, topo, order, speed=None, prefer=None):
         for n in list(running):
             remaining[n] -= step * running[n][2]
             if remaining[n] <= 1e-9:
-                jct["r%d" % n] = now - by_n[n]["submit"]
+                jct["r%d" % n] = (now - by_n[n]["submit"], first[n] - by_n[n]["submit"])
                 del remaining[n], running[n]
     return jct
 
@@ -147,6 +154,34 @@ def ideal_mean_jct(jobs, topo, logical, speed=None):
             if vals:
                 means.append(sum(vals) / len(vals))
         out[order] = min(means) if means else None
+    return out
+
+
+# The orders in which waiting is comparable with a real scheduler's: under SRPT's
+# free preemption a 1-GPU job hardly ever waits, and no ratio to it means anything.
+IDEAL_WAIT_ORDERS = ("fifo", "sjf")
+
+
+def ideal_gang_over_small(jobs, topo, logical, speed=None):
+    """{order: p95 wait of 16+ GPU jobs / p95 wait of 1-GPU jobs} in the idealised
+    FIFO and SJF schedules (ideal_schedule), over the jobs that finished in
+    `logical`: issue 11's "gangs wait at most twice as long as 1-GPU jobs" in a
+    schedule that has no reason to favour gangs, as a reference for the measured
+    ratio. Of the variants ideal_mean_jct tries, the one with the lowest ratio;
+    None where a class has no job or the 1-GPU jobs never wait."""
+    done = {name for name, j in logical.items() if j["jct"] is not None}
+    types = sorted({info["gpu_type"] for info in topo.nodes.values()})
+    size = {"r%d" % j["n"]: size_class(j["gpus"]) for j in jobs}
+    out = {}
+    for order in IDEAL_WAIT_ORDERS:
+        ratios = []
+        for prefer in [None] + (types if len(types) > 1 else []):
+            sched = ideal_schedule(jobs, topo, order, speed, prefer)
+            p95 = {c: percentile([w for name, (_, w) in sched.items() if name in done and size[name] == c], 95)
+                   for c in ("1", "16+")}
+            if p95["1"] and p95["16+"] is not None:
+                ratios.append(p95["16+"] / p95["1"])
+        out[order] = min(ratios) if ratios else None
     return out
 
 

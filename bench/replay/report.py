@@ -209,6 +209,9 @@ def run_table(res):
         ideal = lambda r: " / ".join(fmt(r["ideal_jct"].get(o)) for o in ("fifo", "sjf", "srpt"))
         row("idealised schedules of the same jobs, mean JCT: FIFO / SJF (oracle) / SRPT (oracle, free preemption) (s)",
             ideal(s), ideal(m))
+    if s.get("ideal_gang_over_small"):
+        gang = lambda r: " / ".join(fmt(r["ideal_gang_over_small"].get(o), 2) for o in ("fifo", "sjf"))
+        row("idealised schedules, 16+ GPU p95 wait / 1-GPU p95 wait: FIFO / SJF (oracle)", gang(s), gang(m))
     for cls in ("1", "2-8", "16+"):
         for key, label in (("wait", "wait"), ("jct", "JCT")):
             a, b = s["by_size"][cls][key], m["by_size"][cls][key]

@@ -36,12 +36,15 @@ def with_ideal(run, r, topo):
     """A run's results with the idealised schedules' means, computed from its job
     list and records when it was recorded before results.json carried them."""
     for side in ("stock", "mlsched"):
-        if r[side].get("ideal_jct") is None:
+        if r[side].get("ideal_jct") is None or r[side].get("ideal_gang_over_small") is None:
             with open(os.path.join(run, "jobs.json")) as f:
                 jobs = json.load(f)["jobs"]
             with open(os.path.join(run, "%s-records.json" % side)) as f:
                 logical = metrics.jobs_from_attempts(json.load(f)["attempts"])
-            r[side]["ideal_jct"] = metrics.ideal_mean_jct(jobs, topo, logical, run_speed(run))
+            if r[side].get("ideal_jct") is None:
+                r[side]["ideal_jct"] = metrics.ideal_mean_jct(jobs, topo, logical, run_speed(run))
+            if r[side].get("ideal_gang_over_small") is None:
+                r[side]["ideal_gang_over_small"] = metrics.ideal_gang_over_small(jobs, topo, logical, run_speed(run))
     return r
 
 
@@ -110,6 +113,7 @@ def per_seed(r):
     }
     ideal = m.get("ideal_jct") or {}
     out["ideal_ratio"] = {o: _ratio(ideal.get(o), s["jct"]["mean"]) for o in metrics.IDEAL_ORDERS}
+    out["ideal_gang_over_small"] = m.get("ideal_gang_over_small") or {}
     return out
 
 
@@ -178,6 +182,14 @@ def table(runs):
         row("mlsched 16+ GPU p95 wait / its 1-GPU p95 wait", [_f(v) for v in vals], _spread(vals),
             "<= %.0f: " % GANG_OVER_SMALL_P95 + _verdict([v - GANG_OVER_SMALL_P95 for v in vals
                                                          if v is not None and v > GANG_OVER_SMALL_P95], n, "x"))
+        # The same ratio where no scheduler favours gangs: how far the target is from
+        # what work-conserving order alone gives.
+        for o, label in (("fifo", "FIFO"), ("sjf", "SJF, oracle")):
+            vals = [f["ideal_gang_over_small"].get(o) for f in figs]
+            if any(v is not None for v in vals):
+                row("idealised %s: 16+ GPU p95 wait / 1-GPU p95 wait" % label, [_f(v) for v in vals], _spread(vals),
+                    "below %.0f in %d of %d" % (GANG_OVER_SMALL_P95, sum(1 for v in vals if v is not None
+                                                                        and v <= GANG_OVER_SMALL_P95), n))
         for c in SIZE_CLASSES:
             vals = [f["p95_jct_ratio"][c] for f in figs]
             row("p95 JCT, %s GPU%s, mlsched / stock" % (c, "" if c == "1" else "s"), [_f(v) for v in vals],

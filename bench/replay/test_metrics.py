@@ -322,3 +322,29 @@ def test_ideal_refuses_what_it_cannot_schedule():
         assert False
     except ValueError as e:
         assert "r0 fits no node" in str(e)
+
+
+def test_ideal_schedule_gives_each_jobs_wait_to_its_first_start():
+    topo = small_topology(("a100",))
+    jobs = [job(0, 0, 10, 8), job(1, 1, 10, 8), job(2, 2, 1, 8)]
+    srpt = metrics.ideal_schedule(jobs, topo, "srpt")
+    # r0 starts at once and is preempted by r2 at 2: its wait is 0, its JCT 11.
+    assert approx(srpt["r0"][0], 11) and approx(srpt["r0"][1], 0)
+    # r1 first starts when r0 ends at 11: waited 10, done at 21.
+    assert approx(srpt["r1"][1], 10) and approx(srpt["r1"][0], 20)
+
+
+def test_ideal_gang_over_small_is_the_ratio_of_the_classes_p95_waits():
+    topo = small_topology(("a100", "a100"))
+    # Two 8-GPU jobs hold both nodes until 10; the 1-GPU job waits 10 - 1 = 9 s and
+    # the 16-GPU gang (submitted at 1) waits until both are free at 10 and the
+    # 1-GPU job, placed first in FIFO, is done at 11: 10 s. Ratio 10 / 9.
+    jobs = [job(0, 0, 10, 8), job(1, 0, 10, 8), job(2, 1, 1, 1), job(3, 1, 5, 16, nodes=2)]
+    done = {"r%d" % j["n"]: {"jct": 1.0} for j in jobs}
+    got = metrics.ideal_gang_over_small(jobs, topo, done)
+    assert approx(got["fifo"], 10 / 9)
+    # SJF runs the gang (80 GPU-s) after the 1-GPU job too: the same here.
+    assert approx(got["sjf"], 10 / 9)
+    # No 16+ GPU job that finished in the run: no ratio.
+    done["r3"]["jct"] = None
+    assert metrics.ideal_gang_over_small(jobs, topo, done) == {"fifo": None, "sjf": None}

@@ -117,3 +117,12 @@ def test_ideal_cli_reads_a_recorded_run_and_rejects_what_is_not_one(tmp_path):
         in out.stdout
     bad = subprocess.run([tool, str(tmp_path)], capture_output=True, text=True)
     assert bad.returncode == 1 and "not a replay run directory" in bad.stderr
+
+
+def test_the_gang_target_is_shown_beside_the_idealised_schedules_ratio():
+    m1, m2 = side(65.0, STOCK), side(65.0, STOCK)
+    m1["ideal_gang_over_small"] = {"fifo": 12.0, "sjf": 20.5}
+    m2["ideal_gang_over_small"] = {"fifo": 1.5, "sjf": None}
+    text = "\n".join(seeds.table([run(1, side(100.0, STOCK), m1), run(2, side(100.0, STOCK), m2)]))
+    assert "| idealised FIFO: 16+ GPU p95 wait / 1-GPU p95 wait | 12.00 | 1.50 | 6.75 (1.50-12.00) | below 2 in 1 of 2 |" in text
+    assert "| idealised SJF, oracle: 16+ GPU p95 wait / 1-GPU p95 wait | 20.50 | - | 20.50 (20.50-20.50) | below 2 in 0 of 2 |" in text
