@@ -218,6 +218,10 @@ def run_table(res):
             row("%s, %s GPUs: mean / p50 / p95 (s), n" % (label, cls),
                 "%s / %s / %s, %d" % (fmt(a["mean"]), fmt(a["p50"]), fmt(a["p95"]), a["n"]),
                 "%s / %s / %s, %d" % (fmt(b["mean"]), fmt(b["p50"]), fmt(b["p95"]), b["n"]))
+    for kind in sorted(set(s.get("wait_1gpu_by_kind", {})) | set(m.get("wait_1gpu_by_kind", {}))):
+        a, b = (x.get("wait_1gpu_by_kind", {}).get(kind) for x in (s, m))
+        show = lambda w: "-" if not w else "%s / %s, %d" % (fmt(w["mean"]), fmt(w["p95"]), w["n"])
+        row("wait, 1 GPU, %s: mean / p95 (s), n" % kind, show(a), show(b))
     row("longest wait of a 16+ GPU job (s); never started", "%s; %d" % (fmt(s["longest_large_wait"]), s["large_never_started"]),
         "%s; %d" % (fmt(m["longest_large_wait"]), m["large_never_started"]))
     row("mean GPUs allocated during submissions (bound: offered load)",

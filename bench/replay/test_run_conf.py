@@ -68,3 +68,22 @@ def test_mlsched_set_lines_come_last_so_they_win():
     lines = run.mlsched_conf_lines(a, "60")
     assert lines[-1] == "PreemptForNonPreemptible=yes\n"
     assert settings(lines)["preemptfornonpreemptible"] == ["yes"]
+
+
+def test_compute_splits_1gpu_waits_by_type_and_preemptibility():
+    import topology
+    topo = topology.Topology()
+    topo.nodes["n0"] = {"gpu_type": "h100", "gpus": 8, "clique_of": [0] * 8, "domain": None, "switch": "sw0"}
+    jobs = [{"n": 0, "submit": 0, "work": 10.0, "gpus": 1, "nodes": 1, "gpu_type": "h100", "best_effort": False},
+            {"n": 1, "submit": 0, "work": 10.0, "gpus": 1, "nodes": 1, "gpu_type": "h100", "best_effort": True},
+            {"n": 2, "submit": 0, "work": 10.0, "gpus": 1, "nodes": 1, "gpu_type": "any", "best_effort": False},
+            {"n": 3, "submit": 0, "work": 10.0, "gpus": 8, "nodes": 1, "gpu_type": "h100", "best_effort": False}]
+    attempts = [{"name": "r%d" % n, "jobid": str(n), "state": "COMPLETED", "submit": 0.0, "start": start,
+                 "end": start + 10.0, "gpus": g, "team": "a"}
+                for n, start, g in ((0, 30.0, 1), (1, 2.0, 1), (2, 4.0, 1), (3, 0.0, 8))]
+    meta = {"load_offered": 1.0, "team_entitlement": {"a": 1.0}}
+    out = run.compute(meta, jobs, attempts, [], topo, 60.0, 60.0)
+    kinds = out["wait_1gpu_by_kind"]
+    assert sorted(kinds) == ["any, not preemptible", "h100, not preemptible", "h100, preemptible"]
+    assert kinds["h100, not preemptible"]["mean"] == 30.0 and kinds["h100, preemptible"]["mean"] == 2.0
+    assert kinds["any, not preemptible"]["n"] == 1   # the 8-GPU job is in no 1-GPU kind
