@@ -304,14 +304,26 @@ def shown_args(argv, meta):
 
 
 def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
-    mach = machine()
+    rewrite = "--report-only" in argv
+    # A rewrite shows the machine its run recorded (runs before 2026-12-07 did not).
+    mach = (results[0].get("machine") if rewrite and results else None) or machine()
     now = datetime.datetime.utcnow()
     meta = results[0]["meta"] if results else {}
     lines = ["# Trace replay: stock Slurm vs mlsched", ""]
     cmd = "bench/replay/run" + ("" if not argv else " " + " ".join(shown_args(argv, meta)))
-    lines += ["Written by `%s` on %s UTC after %.0f minutes. Every number below comes from that run; "
-              "stock and mlsched columns of a table come from the same run, side by side on this machine."
-              % (cmd, now.strftime("%Y-%m-%d %H:%M"), (now.timestamp() - started) / 60.0), ""]
+    if rewrite:
+        recorded = bool(results and results[0].get("machine"))
+        lines += ["Rewritten by `%s` on %s UTC from the results.json files an earlier run of the same command "
+                  "(without --report-only) recorded. Every number below comes from that run; stock and mlsched "
+                  "columns of a table come from the same run, side by side on one machine. %s" % (
+                      cmd, now.strftime("%Y-%m-%d %H:%M"),
+                      "The machine table is the run's." if recorded else
+                      "The run recorded no machine table: the one below is the rewrite's (its commit and load "
+                      "average are not the run's); the run's load average is in the tables below."), ""]
+    else:
+        lines += ["Written by `%s` on %s UTC after %.0f minutes. Every number below comes from that run; "
+                  "stock and mlsched columns of a table come from the same run, side by side on this machine."
+                  % (cmd, now.strftime("%Y-%m-%d %H:%M"), (now.timestamp() - started) / 60.0), ""]
     lines += ["## Machine", "",
               "| | |", "|---|---|",
               "| CPUs (nproc) | %s (%s) |" % (mach["nproc"], mach["cpu"]),
