@@ -202,11 +202,6 @@ bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, c
   return false;
 }
 
-ReservedUnitUse reserved_unit_use(const GangReservation* r, const PreemptCandidate& job, const Config& config) {
-  if (!r || r->job_id == job.job_id) return ReservedUnitUse::any_node;
-  return may_borrow_reserved_gpus(job, config) ? ReservedUnitUse::lent_first : ReservedUnitUse::kept_off;
-}
-
 double lost_work(const PreemptCandidate& victim, int64_t now) {
   const int64_t since = work_at_risk_since(victim.start_time, victim.last_checkpoint, victim.checkpoint_interval, now);
   return static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, now - since));

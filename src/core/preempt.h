@@ -75,17 +75,6 @@ bool may_borrow_reserved_gpus(const PreemptCandidate& job, const Config& config)
 // Running on GPUs lent from the reservation: (re)started after it was taken, on one
 // of its nodes, and a job it may be lent to.
 bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, const Config& config);
-// Where select/mlsched may start a job while a gang holds a reservation `r` (nullptr:
-// none in force).
-enum class ReservedUnitUse {
-  any_node,    // no reservation, or the gang itself
-  kept_off,    // cannot give GPUs back (may_borrow_reserved_gpus): never on the unit
-  lent_first,  // gives GPUs back: on the unit's free GPUs when it fits there, else
-               // anywhere. Lent GPUs are the only ones a kept-off job cannot use, so
-               // a preemptible job that takes a GPU elsewhere while the unit has room
-               // makes a job that cannot give GPUs back wait for nothing.
-};
-ReservedUnitUse reserved_unit_use(const GangReservation* r, const PreemptCandidate& job, const Config& config);
 // ==== end reservations for large gangs ==========================================
 
 // The pending job that wants GPUs.

@@ -552,56 +552,6 @@ def test_large_gang_reserves_its_nodes_lends_them_to_preemptible_work_and_takes_
     assert cluster.job_field(firm, "JobState") == "PENDING"
 
 
-def test_preemptible_work_takes_a_reserved_units_gpus_before_gpus_elsewhere(preempt_cluster, mlsched_conf):
-    """ReserveForGangGpus: while a gang holds a reservation, a preemptible job goes to
-    the unit's free GPUs even where another node fits it more tightly, so that the GPUs
-    elsewhere stay for a job that cannot give them back (and may not use the unit)."""
-    cluster, jobs, files = preempt_cluster
-    mlsched_conf.append(*SETTINGS[1:], "PreemptMinRunTime=300", "ReserveForGangGpus=16", "ReserveForGangWait=0",
-                        plugin="preempt/mlsched", tag="test_gang_reservation_lent_first")
-
-    def submit(user, account, gres, name, preemptible="no", *extra):
-        res, _ = cluster.sbatch(user, f"#!/bin/bash\n#MLSCHED type=training preemptible={preemptible} max-restarts=3\n"
-                                "sleep 600\n", "-A", account, f"--gres=gpu:a100:{gres}", "-N1", "-x", OTHER_NODES,
-                                "-t", "20", "-o", "/dev/null", *extra, name=name)
-        job = cluster.job_id(res)
-        jobs.append(job)
-        return job
-
-    # Each of the four a100 nodes the test may use holds two 4-GPU jobs, so that no
-    # two whole nodes are ever free below (the gang would start there).
-    nodes = hostnames(cluster, "gpu[13-16]")
-    halves = {node: [submit(CAROL, "research", 4, f"half{i}", "no", "-w", node) for i in range(2)] for node in nodes}
-    for job in sum(halves.values(), []):
-        cluster.wait_state(job, {"RUNNING"})
-    res, _ = cluster.sbatch(CAROL, "#!/bin/bash\n#MLSCHED type=training preemptible=no\nsleep 300\n", "-A",
-                            "research", "--gres=gpu:a100:8", "-N2", "-x", OTHER_NODES, "-t", "10", "-o", "/dev/null")
-    gang = cluster.job_id(res)
-    jobs.append(gang)
-    wait_for(lambda: "reserved-nodes=" in (cluster.job_field(gang, "AdminComment") or ""),
-             f"gang {gang} to reserve its nodes", timeout=60, interval=1)
-    unit = hostnames(cluster, re.search(r"reserved-nodes=(\S+)", cluster.job_field(gang, "AdminComment")).group(1))
-    other = sorted(set(nodes) - set(unit))[0]
-
-    # One node of the unit frees up (8 GPUs free), one outside it half (4 free).
-    for job in halves[unit[0]] + halves[other][:1]:
-        cluster.cancel(job)
-    wait_for(lambda: all(cluster.job_field(job, "JobState") not in ("RUNNING", "COMPLETING")
-                         for job in halves[unit[0]] + halves[other][:1]), "the cancelled jobs to end", timeout=60)
-    # A preemptible 1-GPU job fits both; the half-taken node would be the tighter fit.
-    lent = submit(ALICE, "vision", 1, "lent1", "yes")
-    cluster.wait_state(lent, {"RUNNING"})
-    assert cluster.job_field(lent, "NodeList") == unit[0], (cluster.job_field(lent, "NodeList"), unit, other)
-    text, data = why(cluster, lent)
-    assert "lent:       it runs on GPUs reserved since" in text and f"for job {gang}, a large gang" in text, text
-    # So a job that cannot give GPUs back still finds its GPUs outside the unit.
-    firm = [submit(ALICE, "vision", 1, f"firm{i}") for i in range(4)]
-    for job in firm:
-        cluster.wait_state(job, {"RUNNING"})
-        assert cluster.job_field(job, "NodeList") == other, (job, cluster.job_field(job, "NodeList"), other)
-    assert cluster.job_field(gang, "JobState") == "PENDING"
-
-
 def slurmd_of(cluster, node):
     """pid, argv and environment of the slurmd that scripts/cluster started for `node`."""
     for pid in filter(str.isdigit, os.listdir("/proc")):

@@ -651,28 +651,6 @@ START_TEST(jobs_lent_reserved_gpus_give_them_back_to_the_gang) {
 }
 END_TEST
 
-START_TEST(preemptible_jobs_take_the_reserved_unit_first_and_the_rest_are_kept_off) {
-  const Config c = base_config();
-  const Preemptor gang = reserving_gang();
-  const GangReservation* r = &*gang.reservation;
-  // No reservation in force: any node, whatever the job.
-  PreemptCandidate firm = lent_job(10, "gpu3");
-  firm.preemptible = false;
-  ck_assert(reserved_unit_use(nullptr, firm, c) == ReservedUnitUse::any_node);
-  // The gang itself may use its own unit like any other node.
-  PreemptCandidate self = lent_job(100, "gpu1");
-  self.preemptible = false;
-  ck_assert(reserved_unit_use(r, self, c) == ReservedUnitUse::any_node);
-  // A job that cannot give GPUs back never gets them...
-  ck_assert(reserved_unit_use(r, firm, c) == ReservedUnitUse::kept_off);
-  PreemptCandidate spent = lent_job(11, "gpu3");
-  spent.restarts = 3;
-  ck_assert(reserved_unit_use(r, spent, c) == ReservedUnitUse::kept_off);
-  // ...and one that can is sent there first, leaving GPUs elsewhere to those that cannot.
-  ck_assert(reserved_unit_use(r, lent_job(13, "gpu3"), c) == ReservedUnitUse::lent_first);
-}
-END_TEST
-
 START_TEST(a_large_gang_reserves_after_its_wait) {
   Config c = base_config();
   ck_assert_int_eq(c.reserve_for_gang_gpus, 0);  // off by default
@@ -721,7 +699,6 @@ Suite* preempt_suite() {
   tcase_add_test(rules, large_gang_that_waited_too_long_reclaims_borrowed_gpus);
   tcase_add_test(rules, large_gang_config_keys_are_typed);
   tcase_add_test(rules, jobs_lent_reserved_gpus_give_them_back_to_the_gang);
-  tcase_add_test(rules, preemptible_jobs_take_the_reserved_unit_first_and_the_rest_are_kept_off);
   tcase_add_test(rules, a_large_gang_reserves_after_its_wait);
   tcase_add_test(rules, a_reservation_lives_on_the_gangs_record);
   tcase_add_test(rules, attained_service_preempts_within_a_team_by_level);

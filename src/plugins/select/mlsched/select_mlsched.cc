@@ -640,28 +640,8 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
         const auto held =
             mode == SELECT_MODE_TEST_ONLY || !config->reserve_for_gang_gpus ? std::nullopt : reservation_now();
         const mlsched::GangReservation* reservation = held ? &held->reservation : nullptr;
-        const mlsched::ReservedUnitUse use =
-            reservation ? mlsched::reserved_unit_use(reservation, mlsched::plugin::preemption_view(job_ptr), *config)
-                        : mlsched::ReservedUnitUse::any_node;
-        if (use == mlsched::ReservedUnitUse::lent_first && mode == SELECT_MODE_RUN_NOW) {
-          // On the unit's free GPUs if it fits there now (no preemption for that), so
-          // that GPUs elsewhere stay for jobs kept off the unit; else as any job.
-          bitstr_t* unit = bit_alloc(bit_size(bitmap));
-          for (int64_t i : held->node_index)
-            if (i < bit_size(bitmap) && bit_test(bitmap, i)) bit_set(unit, i);
-          const int rc = bit_set_count(unit) == 0
-                             ? SLURM_ERROR
-                             : placed_job_test(job_ptr, unit, min_nodes, max_nodes, req_nodes, mode, nullptr,
-                                               preemptee_job_list, tail, request, config);
-          if (rc == SLURM_SUCCESS) {
-            debug2("%s: %pJ starts on GPUs lent from job %u's reserved unit", kLog, job_ptr, reservation->job_id);
-            bit_copybits(bitmap, unit);
-            FREE_NULL_BITMAP(unit);
-            return rc;
-          }
-          FREE_NULL_BITMAP(unit);
-        }
-        if (use == mlsched::ReservedUnitUse::kept_off) {
+        if (reservation && reservation->job_id != job_ptr->job_id &&
+            !mlsched::may_borrow_reserved_gpus(mlsched::plugin::preemption_view(job_ptr), *config)) {
           bitstr_t* narrowed = bit_copy(bitmap);
           bool kept_off = false;
           for (int64_t i : held->node_index)
