@@ -64,17 +64,25 @@ def test_penalty_off_has_its_own_target_and_table():
     assert "<= 0.85: met in all 1 |" in text and "<= 0.70: **missed** in 1 of 1, by up to 0.10 |" in text
 
 
-def test_recorded_runs_get_their_idealised_schedules_and_speeds(tmp_path):
-    run_dir = tmp_path / "replay-data" / "run1-load1.5-penalty-on"
+def recorded_run(data_dir, gpu_type, mlsched_mean):
+    """A run directory as `run` records it: one 1-GPU job of 20 s of work on gpu_type,
+    finished in 25 s on both clusters; results.json with stock's mean JCT 25 s and
+    mlsched's `mlsched_mean`."""
+    run_dir = data_dir / "run1-load1.5-penalty-on"
     run_dir.mkdir(parents=True)
-    (run_dir / "mlsched.conf").write_text("#GpuTypeSpeed=h100:1.8,a100:1.0\nGpuTypeSpeed=a100:1,h100:2\n")
-    jobs = [{"n": 0, "submit": 0, "work": 20.0, "gpus": 1, "nodes": 1, "gpu_type": "h100"}]
+    jobs = [{"n": 0, "submit": 0, "work": 20.0, "gpus": 1, "nodes": 1, "gpu_type": gpu_type}]
     (run_dir / "jobs.json").write_text(json.dumps({"meta": {}, "jobs": jobs}))
     rec = {"attempts": [{"name": "r0", "jobid": "1", "state": "COMPLETED", "submit": 0, "start": 0, "end": 25,
                          "gpus": 1, "team": "a"}], "segments": []}
     for s in ("stock", "mlsched"):
         (run_dir / ("%s-records.json" % s)).write_text(json.dumps(rec))
-    (run_dir / "results.json").write_text(json.dumps(run(1, side(25.0, STOCK), side(25.0, STOCK))))
+    (run_dir / "results.json").write_text(json.dumps(run(1, side(25.0, STOCK), side(mlsched_mean, STOCK))))
+    return run_dir
+
+
+def test_recorded_runs_get_their_idealised_schedules_and_speeds(tmp_path):
+    run_dir = recorded_run(tmp_path / "replay-data", "h100", 25.0)
+    (run_dir / "mlsched.conf").write_text("#GpuTypeSpeed=h100:1.8,a100:1.0\nGpuTypeSpeed=a100:1,h100:2\n")
     assert seeds.run_speed(str(run_dir)) == {"a100": 1.0, "h100": 2.0}
     topo = topology.Topology()
     topo.nodes["n0"] = {"gpu_type": "h100", "gpus": 8, "clique_of": [0] * 8, "domain": None, "switch": "sw0"}
@@ -100,15 +108,7 @@ def test_ideal_table_rows_are_ratios_to_stocks_measured_mean():
 
 def test_ideal_cli_reads_a_recorded_run_and_rejects_what_is_not_one(tmp_path):
     import subprocess
-    run_dir = tmp_path / "out" / "replay-data" / "run1-load1.5-penalty-on"
-    run_dir.mkdir(parents=True)
-    jobs = [{"n": 0, "submit": 0, "work": 20.0, "gpus": 1, "nodes": 1, "gpu_type": "a100"}]
-    (run_dir / "jobs.json").write_text(json.dumps({"meta": {}, "jobs": jobs}))
-    rec = {"attempts": [{"name": "r0", "jobid": "1", "state": "COMPLETED", "submit": 0, "start": 0, "end": 25,
-                         "gpus": 1, "team": "a"}], "segments": []}
-    for s in ("stock", "mlsched"):
-        (run_dir / ("%s-records.json" % s)).write_text(json.dumps(rec))
-    (run_dir / "results.json").write_text(json.dumps(run(1, side(25.0, STOCK), side(40.0, STOCK))))
+    run_dir = recorded_run(tmp_path / "out" / "replay-data", "a100", 40.0)
     tool = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ideal")
     out = subprocess.run([tool, str(run_dir)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
