@@ -21,8 +21,8 @@ import pytest
 
 from conftest import wait_for
 from test_preempt import (ALICE, BOB, CAROL, CHECKPOINT_EVERY, OTHER_NODES, REPO, TOOL, TRAINER, forget_node_failures,
-                          metrics, output, preempt_cluster, restart_slurmd, restarts, set_slurmd_timeout,
-                          slurmd_of, start_requeued_now)
+                          kill_slurmd, metrics, output, preempt_cluster, restart_slurmd, restarts,
+                          set_slurmd_timeout, slurmd_of, start_requeued_now)
 
 STEPS = 1000             # 0.1 s steps: the third run finishes the rest
 CHECKPOINT_SECONDS = 8   # the checkpoint on the signal takes this long: the grace is visible
@@ -228,10 +228,10 @@ exec {TOOL} run -- {TRAINER}
              "two periodic checkpoints in the second run", timeout=60)
     nodes = cluster.run(["scontrol", "show", "hostnames", cluster.job_field(job, "NodeList")]).out.split()
     failed_node = [n for n in nodes if n != cluster.job_field(job, "BatchHost")][0]
-    pid, argv, env = slurmd_of(cluster, failed_node)
+    _, argv, env = slurmd_of(cluster, failed_node)
     original = set_slurmd_timeout(cluster, 10)
     try:
-        subprocess.run(["kill", "-9", str(pid)], check=True)
+        kill_slurmd(cluster, failed_node)
         wait_for(lambda: restarts(cluster, job) == 2, "the trainer to be requeued after the node failure",
                  timeout=90, interval=1)
         start_requeued_now(cluster, job)

@@ -552,8 +552,11 @@ def test_large_gang_reserves_its_nodes_lends_them_to_preemptible_work_and_takes_
     assert cluster.job_field(firm, "JobState") == "PENDING"
 
 
-def slurmd_of(cluster, node):
-    """pid, argv and environment of the slurmd that scripts/cluster started for `node`."""
+def slurmds_of(cluster, node):
+    """[(pid, argv, environment)] of every slurmd process that scripts/cluster started
+    for `node` (more than one while Slurm 24.11's slurmd hands over to its re-executed
+    self after a reconfigure)."""
+    found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
@@ -564,10 +567,40 @@ def slurmd_of(cluster, node):
                 # process its listening socket and boot time in SLURMD_RECONF*/SLURMD_BOOT_TIME;
                 # a slurmd started afresh with them would look for a socket that is gone.
                 env = {k: v for k, v in env.items() if not k.startswith("SLURMD_RECONF") and k != "SLURMD_BOOT_TIME"}
-                return int(pid), argv, env
+                found.append((int(pid), argv, env))
         except (OSError, ValueError, IndexError):
             continue
-    raise AssertionError(f"no slurmd for {node} of {cluster.dir}")
+    return found
+
+
+def slurmd_of(cluster, node):
+    """pid, argv and environment of the slurmd that scripts/cluster started for `node`."""
+    found = slurmds_of(cluster, node)
+    if not found:
+        raise AssertionError(f"no slurmd for {node} of {cluster.dir}")
+    return found[0]
+
+
+def kill_slurmd(cluster, *nodes):
+    """SIGKILLs the slurmd of each of `nodes` at once and makes sure none is left. After
+    the reconfigure that set_slurmd_timeout makes, Slurm 24.11's slurmd re-executes
+    itself: a pid read before it may be the old process, killed in the middle of its
+    hand-over while the new one serves on (seen once: the node never went down). So
+    every slurmd of the nodes is killed until none is found twice in a row, a second
+    apart."""
+    clear = 0
+    for _ in range(30):
+        found = [pid for node in nodes for pid, _, _ in slurmds_of(cluster, node)]
+        for pid in found:
+            try:
+                os.kill(pid, 9)
+            except ProcessLookupError:
+                pass
+        clear = 0 if found else clear + 1
+        if clear == 2:
+            return
+        time.sleep(1)
+    raise AssertionError(f"the slurmd of {', '.join(nodes)} of {cluster.dir} kept coming back")
 
 
 def set_slurmd_timeout(cluster, seconds):
@@ -635,7 +668,7 @@ def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_node
 
     # slurmd of the job's second node dies; slurmctld notices it after SlurmdTimeout
     # (shortened to 10 s for this test; 300 s by default) and marks the node DOWN.
-    pid, argv, env = slurmd_of(cluster, victim_node)
+    _, argv, env = slurmd_of(cluster, victim_node)
     original_conf = set_slurmd_timeout(cluster, 10)
     try:
         # The last checkpoint reported before the failure: work up to it is kept. Waited
@@ -643,7 +676,7 @@ def test_slurmd_killed_job_requeued_resumes_from_last_checkpoint_on_healthy_node
         # test ran alone on a fresh 24.11 cluster is not known yet.
         reported = int(wait_for(lambda: re.search(r"mlsched-checkpoint=(\d+)", cluster.job_field(job, "Comment") or ""),
                                 "slurmctld to show the job's last reported checkpoint").group(1))
-        os.kill(pid, 9)
+        kill_slurmd(cluster, victim_node)
         wait_for(lambda: "DOWN" in (cluster.run(["scontrol", "show", "node", victim_node]).out.split("State=")[1].split()[0]),
                  f"slurmctld to declare {victim_node} down", timeout=90, interval=1)
         # The job is requeued (it asked for requeue at submission), not failed.
@@ -735,8 +768,7 @@ def test_two_slurmd_of_a_4_node_gang_killed_it_resumes_and_the_next_gang_avoids_
     log_start = mlsched_conf.log_offset()
     original_conf = set_slurmd_timeout(cluster, 10)
     try:
-        for pid, _, _ in daemons.values():
-            os.kill(pid, 9)
+        kill_slurmd(cluster, *victims)
         for n in victims:
             wait_for(lambda: "DOWN" in cluster.run(["scontrol", "show", "node", n]).out.split("State=")[1].split()[0],
                      f"slurmctld to declare {n} down", timeout=90, interval=1)
