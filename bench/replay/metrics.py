@@ -136,21 +136,29 @@ def ideal_schedule(jobs, topo, order, speed=None, prefer=None):
     return jct
 
 
-def ideal_mean_jct(jobs, topo, logical, speed=None):
-    """{order: mean ideal JCT} over the jobs that finished in `logical`
-    (jobs_from_attempts), so that each compares with that run's own mean JCT.
-    Greedy schedules swing by several percent with the type that jobs accepting
-    any type take first, so each order is run with every such choice (the most
-    free GPUs, then each type first) and the lowest mean is kept: each of them is
-    a schedule the idealised scheduler could have made."""
-    done = [name for name, j in logical.items() if j["jct"] is not None]
+def ideal_schedules(jobs, topo, speed=None):
+    """{(order, prefer): ideal_schedule} for every order and every choice of type for
+    jobs that accept any (the most free GPUs, then each type first): greedy schedules
+    swing by several percent with that choice, and each of them is a schedule the
+    idealised scheduler could have made. Computed once, read by ideal_mean_jct and
+    ideal_gang_over_small."""
     types = sorted({info["gpu_type"] for info in topo.nodes.values()})
+    return {(order, prefer): ideal_schedule(jobs, topo, order, speed, prefer)
+            for order in IDEAL_ORDERS for prefer in [None] + (types if len(types) > 1 else [])}
+
+
+def ideal_mean_jct(jobs, topo, logical, speed=None, schedules=None):
+    """{order: mean ideal JCT} over the jobs that finished in `logical`
+    (jobs_from_attempts), so that each compares with that run's own mean JCT; of
+    the type choices (ideal_schedules), the lowest mean. `schedules`: ideal_schedules'
+    answer when the caller has it."""
+    schedules = schedules if schedules is not None else ideal_schedules(jobs, topo, speed)
+    done = [name for name, j in logical.items() if j["jct"] is not None]
     out = {}
     for order in IDEAL_ORDERS:
         means = []
-        for prefer in [None] + (types if len(types) > 1 else []):
-            jct = ideal_jcts(jobs, topo, order, speed, prefer)
-            vals = [jct[name] for name in done if name in jct]
+        for (o, _), sched in schedules.items():
+            vals = [sched[name][0] for name in done if name in sched] if o == order else []
             if vals:
                 means.append(sum(vals) / len(vals))
         out[order] = min(means) if means else None
@@ -162,21 +170,22 @@ def ideal_mean_jct(jobs, topo, logical, speed=None):
 IDEAL_WAIT_ORDERS = ("fifo", "sjf")
 
 
-def ideal_gang_over_small(jobs, topo, logical, speed=None):
+def ideal_gang_over_small(jobs, topo, logical, speed=None, schedules=None):
     """{order: p95 wait of 16+ GPU jobs / p95 wait of 1-GPU jobs} in the idealised
-    FIFO and SJF schedules (ideal_schedule), over the jobs that finished in
-    `logical`: issue 11's "gangs wait at most twice as long as 1-GPU jobs" in a
-    schedule that has no reason to favour gangs, as a reference for the measured
-    ratio. Of the variants ideal_mean_jct tries, the one with the lowest ratio;
-    None where a class has no job or the 1-GPU jobs never wait."""
+    FIFO and SJF schedules, over the jobs that finished in `logical`: issue 11's
+    "gangs wait at most twice as long as 1-GPU jobs" in a schedule that has no
+    reason to favour gangs, as a reference for the measured ratio. Of the type
+    choices (ideal_schedules), the lowest ratio; None where a class has no job or
+    the 1-GPU jobs never wait. `schedules` as for ideal_mean_jct."""
+    schedules = schedules if schedules is not None else ideal_schedules(jobs, topo, speed)
     done = {name for name, j in logical.items() if j["jct"] is not None}
-    types = sorted({info["gpu_type"] for info in topo.nodes.values()})
     size = {"r%d" % j["n"]: size_class(j["gpus"]) for j in jobs}
     out = {}
     for order in IDEAL_WAIT_ORDERS:
         ratios = []
-        for prefer in [None] + (types if len(types) > 1 else []):
-            sched = ideal_schedule(jobs, topo, order, speed, prefer)
+        for (o, _), sched in schedules.items():
+            if o != order:
+                continue
             p95 = {c: percentile([w for name, (_, w) in sched.items() if name in done and size[name] == c], 95)
                    for c in ("1", "16+")}
             if p95["1"] and p95["16+"] is not None:
