@@ -275,9 +275,10 @@ def allocation_intervals(attempts, t_end):
             for a in attempts if a["start"] is not None]
 
 
-def pending_intervals(attempts, t_end):
-    """Pending GPU demand: a job's first run waits from submit, a later run from
-    the end of the one before it."""
+def waits(attempts, t_end):
+    """[(since, until, attempt)]: every wait of every job. Its first run waits from its
+    submission, each later run from the end of the run before it, until it starts
+    (t_end if it never does)."""
     by_name = {}
     for a in attempts:
         by_name.setdefault(a["name"], []).append(a)
@@ -288,11 +289,16 @@ def pending_intervals(attempts, t_end):
         for a in runs:
             until = a["start"] if a["start"] is not None else t_end
             if until > since:
-                out.append((since, until, a["gpus"]))
+                out.append((since, until, a))
             if a["end"] is None or a["start"] is None:
                 break
             since = a["end"]
     return out
+
+
+def pending_intervals(attempts, t_end):
+    """Pending GPU demand over time: (since, until, GPUs) of every wait."""
+    return [(since, until, a["gpus"]) for since, until, a in waits(attempts, t_end)]
 
 
 def saturated_times(attempts, capacity, t_from, t_to, dt):
@@ -349,38 +355,47 @@ def free_at(topo, segments, t, exclude=None, margin=0.0):
 
 def idle_while_gangs_wait(topo, segments, attempts, gpu_types_of, t_end, dt):
     """GPUs left idle while large gangs (16+ GPUs) wait: at each sample time at which
-    at least one waits (from its submission, or the end of its run before, to its
-    start), the free GPUs (free_at) on nodes of the GPU types the waiting gangs
-    accept. Returns (idle GPU-seconds, seconds with a gang waiting). A reservation
-    that holds a gang's nodes empty shows here; one that lends them does not."""
-    waits = []
-    by_name = {}
-    for a in attempts:
-        if a["gpus"] >= 16:
-            by_name.setdefault(a["name"], []).append(a)
-    for name, runs in by_name.items():
-        runs.sort(key=lambda a: (a["start"] if a["start"] is not None else float("inf")))
-        since = min(a["submit"] for a in runs)
-        for a in runs:
-            until = a["start"] if a["start"] is not None else t_end
-            if until > since:
-                waits.append((since, until, set(gpu_types_of(name))))
-            if a["end"] is None or a["start"] is None:
-                break
-            since = a["end"]
+    at least one waits (metrics.waits), the free GPUs (free_at) on nodes of the GPU
+    types the waiting gangs accept. Returns (idle GPU-seconds, seconds with a gang
+    waiting). A reservation that holds a gang's nodes empty shows here; one that lends
+    them does not."""
+    gang_waits = [(s, e, set(gpu_types_of(a["name"]))) for s, e, a in waits(attempts, t_end) if a["gpus"] >= 16]
     idle = seconds = 0.0
-    for k in range(int(t_end / dt) + 1):
-        t = k * dt
-        types = set()
-        for s, e, ts in waits:
-            if s <= t < e:
-                types |= ts
-        if not types:
-            continue
+    for t, types in _types_waited_for(gang_waits, t_end, dt):
         free = free_at(topo, segments, t)
         idle += dt * sum(len(f) for n, f in free.items() if topo.nodes[n]["gpu_type"] in types)
         seconds += dt
     return idle, seconds
+
+
+def gangs_held_while_small_wait(topo, segments, attempts, gpu_types_of, t_end, dt):
+    """The other side of the trade: GPUs held by large gangs (segments of 16+ GPUs)
+    while 1-GPU jobs wait. At each sample time at which at least one 1-GPU job waits
+    (metrics.waits), the gangs' GPUs on nodes of the types the waiting jobs accept.
+    Returns (GPU-seconds, seconds with a 1-GPU job waiting). A gang started while small
+    jobs queue for its GPU type shows here, whether it started early or late."""
+    small_waits = [(s, e, set(gpu_types_of(a["name"]))) for s, e, a in waits(attempts, t_end) if a["gpus"] == 1]
+    gangs = [(s["start"], max(s["end"], s.get("release") or s["end"]), s["alloc"]) for s in segments
+             if sum(len(idx) for idx in s["alloc"].values()) >= 16]
+    held = seconds = 0.0
+    for t, types in _types_waited_for(small_waits, t_end, dt):
+        held += dt * sum(len(idx) for start, end, alloc in gangs if start <= t < end
+                         for n, idx in alloc.items() if topo.nodes[n]["gpu_type"] in types)
+        seconds += dt
+    return held, seconds
+
+
+def _types_waited_for(intervals, t_end, dt):
+    """(t, GPU types accepted by the waits holding t) at each sample time t = 0, dt, ...
+    up to t_end at which at least one of the (since, until, types) intervals waits."""
+    for k in range(int(t_end / dt) + 1):
+        t = k * dt
+        types = set()
+        for s, e, ts in intervals:
+            if s <= t < e:
+                types |= ts
+        if types:
+            yield t, types
 
 
 def placement_quality(topo, segments, gpu_types_of, margin=1.5):

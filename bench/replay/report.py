@@ -254,6 +254,11 @@ def run_table(res):
             fmt(d["gang_wait_idle_gpu_seconds"], 0), fmt(d["gang_wait_seconds"], 0),
             fmt(d["gang_wait_idle_gpu_seconds"] / d["gang_wait_seconds"] if d["gang_wait_seconds"] else None))
         row("GPUs idle on their types while 16+ GPU jobs waited", idle(s), idle(m))
+    if "small_wait_gang_gpu_seconds" in s:
+        held = lambda d: "%s GPU-s over %s s (%s held on average)" % (
+            fmt(d["small_wait_gang_gpu_seconds"], 0), fmt(d["small_wait_seconds"], 0),
+            fmt(d["small_wait_gang_gpu_seconds"] / d["small_wait_seconds"] if d["small_wait_seconds"] else None))
+        row("GPUs held by 16+ GPU jobs on the types waiting 1-GPU jobs accept, while they waited", held(s), held(m))
     row("preemptions; GPU-hours lost (real time)", "%d; %s" % (s["preemptions"], fmt(s["gpu_hours_lost"], 3)),
         "%d; %s" % (m["preemptions"], fmt(m["gpu_hours_lost"], 3)))
     row("requeues (runs after the first)", s["requeues"], m["requeues"])

@@ -160,6 +160,24 @@ def test_idle_gpus_are_counted_on_the_waiting_gangs_types_only_while_they_wait()
     assert metrics.idle_while_gangs_wait(topo, busy, [small], types, 100, 1.0) == (0.0, 0.0)
 
 
+def test_gang_gpus_are_counted_on_the_waiting_small_jobs_types_only_while_they_wait():
+    topo = topology.Topology.from_shape(SHAPE)
+    seg = lambda name, alloc, start, end: {"name": name, "alloc": alloc, "start": start, "end": end}
+    # A 16-GPU gang on two a100 nodes from 20 to 80, a 4-GPU job on h100 all along.
+    gang = seg("g", {"gpu13": list(range(8)), "gpu14": list(range(8))}, 20, 80)
+    four = seg("f", {"gpu01": [0, 1, 2, 3]}, 0, 100)
+    # A 1-GPU job waits from 10 to 50, runs to 60, is requeued and waits again to 70.
+    small = [attempt("s", 10, 50, 60, gpus=1, state="REQUEUED"), attempt("s", 10, 70, 90, gpus=1)]
+    a100 = lambda name: ["a100"]
+    held, waited = metrics.gangs_held_while_small_wait(topo, [gang, four], small, a100, 100, 1.0)
+    assert waited == 40 + 10 and held == 16 * (30 + 10)
+    # One that waits for h100 only: the a100 gang holds nothing it could use.
+    assert metrics.gangs_held_while_small_wait(topo, [gang, four], small, lambda n: ["h100"], 100, 1.0) == (0.0, 50.0)
+    # Only 1-GPU jobs' waits count: a waiting 4-GPU job is not a small one.
+    assert metrics.gangs_held_while_small_wait(topo, [gang], [attempt("b", 10, 50, 60, gpus=4)], a100, 100,
+                                               1.0) == (0.0, 0.0)
+
+
 def test_gpu_speed_factors_parse_and_apply_per_allocation():
     topo = topology.Topology.from_shape(SHAPE)
     assert topology.parse_speed("off") == {}
