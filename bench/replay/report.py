@@ -59,7 +59,19 @@ def pct(v):
     return "-" if v is None else "%.0f %%" % (100.0 * v)
 
 
-def machine():
+def checkout_commit():
+    """The checkout's short commit, "(with local changes)" when tracked files differ."""
+    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return commit + (" (with local changes)" if dirty else "")
+
+
+def machine(started_commit=None):
+    """This machine, its load now, and the checkout's commit. A run passes the commit
+    its checkout had when it started: its plugins and scripts are that commit's, and a
+    checkout that moved on during the run must not be credited with its figures."""
     mem = ""
     try:
         with open("/proc/meminfo") as f:
@@ -73,14 +85,16 @@ def machine():
             cpu = next((l.split(":", 1)[1].strip() for l in f if l.startswith("model name")), "")
     except OSError:
         pass
-    slurm = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout.strip()
-    commit = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run(["git", "-C", REPO, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.strip()
+    try:
+        slurm = subprocess.run(["slurmctld", "-V"], capture_output=True, text=True).stdout.strip()
+    except OSError:   # a rewrite on a machine without Slurm
+        slurm = "not installed here"
+    commit = checkout_commit()
+    if started_commit and started_commit != commit:
+        commit = "%s at the start (the checkout was at %s when this was written)" % (started_commit, commit)
     load = open("/proc/loadavg").read().split()[:3] if os.path.exists("/proc/loadavg") else []
     return {"nproc": os.cpu_count(), "memory": mem, "cpu": cpu, "kernel": platform.release(),
-            "os": platform.platform(), "slurm": slurm, "commit": commit + (" (with local changes)" if dirty else ""),
+            "os": platform.platform(), "slurm": slurm, "commit": commit,
             "loadavg": " ".join(load)}
 
 
@@ -311,7 +325,8 @@ def shown_args(argv, meta):
 def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
     rewrite = "--report-only" in argv
     # A rewrite shows the machine its run recorded (runs before 2026-12-07 did not).
-    mach = (results[0].get("machine") if rewrite and results else None) or machine()
+    mach = (results[0].get("machine") if rewrite and results else None) or machine(getattr(args, "started_commit",
+                                                                                              None))
     now = datetime.datetime.utcnow()
     meta = results[0]["meta"] if results else {}
     lines = ["# Trace replay: stock Slurm vs mlsched", ""]
