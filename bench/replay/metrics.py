@@ -158,7 +158,9 @@ def ideal_mean_jct(jobs, topo, logical, speed=None, schedules=None):
     for order in IDEAL_ORDERS:
         means = []
         for (o, _), sched in schedules.items():
-            vals = [sched[name][0] for name in done if name in sched] if o == order else []
+            if o != order:
+                continue
+            vals = [sched[name][0] for name in done if name in sched]
             if vals:
                 means.append(sum(vals) / len(vals))
         out[order] = min(means) if means else None

@@ -35,11 +35,12 @@ def run_speed(run):
 def with_ideal(run, r, topo):
     """A run's results with the idealised schedules' means, computed from its job
     list and records when it was recorded before results.json carried them."""
-    schedules = None   # the same job list for both clusters: computed once
+    jobs = schedules = None   # the same job list for both clusters: read and scheduled once
     for side in ("stock", "mlsched"):
         if r[side].get("ideal_jct") is None or r[side].get("ideal_gang_over_small") is None:
-            with open(os.path.join(run, "jobs.json")) as f:
-                jobs = json.load(f)["jobs"]
+            if jobs is None:
+                with open(os.path.join(run, "jobs.json")) as f:
+                    jobs = json.load(f)["jobs"]
             with open(os.path.join(run, "%s-records.json" % side)) as f:
                 logical = metrics.jobs_from_attempts(json.load(f)["attempts"])
             if schedules is None:
