@@ -41,7 +41,7 @@ const std::vector<std::string> kPriorityKeys = {
     "PriorityMaxAge",    "PriorityWeightFairshare",   "PriorityWeightQuota",     "PriorityWeightAge",
     "PriorityWeightJobSize", "PriorityWeightQOS",     "PriorityWeightPartition", "PriorityWeightJobType",
     "AttainedService",   "AttainedServiceThresholds", "AttainedServicePromoteAfter",
-    "PriorityWeightAttainedService", "TeamQuotaKeptForGpus"};
+    "PriorityWeightAttainedService", "TeamQuotaKeptForGpus", "PriorityWeightNonPreemptible"};
 
 bool is_priority_key(const std::string& canonical) {
   for (const auto& k : kPriorityKeys)
@@ -256,6 +256,7 @@ class Parser {
       else if (w.key == "PriorityWeightQOS") config_.priority_weight_qos = *v;
       else if (w.key == "PriorityWeightPartition") config_.priority_weight_partition = *v;
       else if (w.key == "PriorityWeightAttainedService") config_.priority_weight_attained_service = *v;
+      else if (w.key == "PriorityWeightNonPreemptible") config_.priority_weight_non_preemptible = *v;
     }
   }
 

@@ -128,6 +128,16 @@ struct Config {
   // PriorityMaxAge with the other defaults (see seconds_to_reach_top()).
   uint32_t priority_weight_job_size = 100000;
   uint32_t priority_weight_qos = 1000;
+  // Best effort queues behind: a pending job that may not be preempted (preemptible=no,
+  // or no directives) gets this weight; a preemptible one does not. Stock Slurm does
+  // the same with a scavenger QOS that a site's normal QOS preempts: preempt/qos sorts
+  // every job of the preempting QOS ahead of the scavenger's, whatever their
+  // priorities. A preemptible job can start on any free GPU and give it back, so it
+  // costs little to start it later; a job that cannot give its GPUs back waits for
+  // them instead. At PriorityWeightQuota's value a preemptible job within its team's
+  // guarantee ranks with a non-preemptible one that borrows (fair share decides), and
+  // above all borrowing preemptible ones. 0 (the default): no such term.
+  uint32_t priority_weight_non_preemptible = 0;
   uint32_t priority_weight_partition = 1000;
   // By JobType order: training, inference, sweep, interactive. People waiting at a
   // terminal first, then serving, then training; sweeps fill the gaps.

@@ -163,9 +163,10 @@ PriorityFactors price(const PricedJob& job, const Config& c, double fairshare, b
   f.attained_level = attained_service_level_of(c, job.team, job.partition, job.attained_gpu_seconds,
                                                now - (job.queued_time ? job.queued_time : job.submit_time));
   if (f.attained_level >= 0) f.attained_service = attained_service_term(c, f.attained_level);
+  f.non_preemptible = job.preemptible ? 0.0 : static_cast<double>(c.priority_weight_non_preemptible);
 
   const double sum = f.fairshare + f.quota + f.age + f.job_size + f.job_type + f.qos + f.partition +
-                     f.attained_service +
+                     f.attained_service + f.non_preemptible +
                      static_cast<double>(job.site) - static_cast<double>(job.nice);
   // Slurm's priority is 32 bits; 0 means held, and the top is kept free for admins.
   constexpr double kMax = static_cast<double>(std::numeric_limits<uint32_t>::max() - 1);
@@ -396,7 +397,7 @@ double attained_service_term(const Config& c, int level) {
 double bounded_priority_ceiling(const Config& c) {
   const uint32_t top_type = *std::max_element(c.priority_weight_job_type.begin(), c.priority_weight_job_type.end());
   return static_cast<double>(c.priority_weight_fairshare) + c.priority_weight_quota + c.priority_weight_age +
-         top_type + c.priority_weight_qos + c.priority_weight_partition;
+         top_type + c.priority_weight_qos + c.priority_weight_partition + c.priority_weight_non_preemptible;
 }
 
 double seconds_to_reach_top(const Config& c, uint32_t gpus, uint32_t cluster_gpus) {

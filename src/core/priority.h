@@ -119,6 +119,9 @@ struct PricedJob {
   // GPU-seconds the job consumed in its earlier runs (a requeued job), for the
   // attained-service level; 0 for a job that never ran.
   double attained_gpu_seconds = 0;
+  // Whether preempt/mlsched may take its GPUs back (its preemptible directive; a job
+  // without directives: no), for PriorityWeightNonPreemptible.
+  bool preemptible = true;
   // False while something other than GPUs keeps it from starting (a dependency, a
   // begin time to come): such a job takes no place in its team's guarantee.
   bool eligible = true;
@@ -137,6 +140,7 @@ struct PriorityFactors {
   // job is in level 0                                                    (sprio SITE, with job_type)
   double attained_service = 0;
   int attained_level = -1;  // -1: attained service does not apply to the job
+  double non_preemptible = 0;  // weight when preempt/mlsched may not take its GPUs back (sprio SITE)
   bool borrowing = false;
   uint32_t total = 1;    // sum, minus nice, plus site; at least 1 (0 means held in Slurm)
 };

@@ -631,6 +631,38 @@ def test_attained_service_ranks_a_team_s_fresh_job_above_one_that_ran(cluster, p
     assert pending_order(cluster, [ran, fresh]) == [ran, fresh]
 
 
+def test_best_effort_queues_behind_a_job_that_cannot_be_preempted(cluster, priority_conf):
+    # PriorityWeightNonPreemptible: a job that says preemptible=no gets the weight in
+    # SITE and ranks above a preemptible job of the same team that has waited longer
+    # (PriorityMaxAge=60 makes age count within the test); when GPUs free, it starts.
+    jobs = priority_conf("PriorityCalcPeriod=1", "PriorityMaxAge=60", "PriorityWeightNonPreemptible=4000")
+    where = nlp_runs_8_a100_on_full_nodes(cluster, jobs)
+    nlp_on_gpu13 = jobs[0]  # the first job that helper submits
+
+    def job(preemptible):
+        res, _ = cluster.sbatch(CAROL, f"#!/bin/bash\n#MLSCHED type=training preemptible={preemptible}\nsleep 300\n",
+                                "-A", "research", "-t", "10", "--gres=gpu:a100:8", *where)
+        jobs.append(cluster.job_id(res))
+        return jobs[-1]
+    best_effort = job("yes")
+    time.sleep(2)
+    pinned = job("no")
+
+    def priced():
+        b, p = sprio(cluster, best_effort), sprio(cluster, pinned)
+        return (b, p) if b and p and b["SITE"] == 1000 and p["SITE"] == 1000 + 4000 and b["AGE"] > p["AGE"] \
+            else None
+    b, p = wait_for(priced, "sprio to show the non-preemptible term in SITE")
+    assert p["PRIORITY"] > b["PRIORITY"], (b, p)
+    assert pending_order(cluster, [best_effort, pinned]) == [pinned, best_effort]
+
+    # One node frees up: the job that cannot give its GPUs back takes it.
+    cluster.cancel(nlp_on_gpu13)
+    cluster.wait_state(pinned, ["RUNNING"])
+    assert cluster.job_field(best_effort, "JobState") == "PENDING"
+    print(f"best effort {b}, not preemptible {p}")
+
+
 @pytest.fixture
 def crash_cleanup(cluster):
     """Listed first by a test that crashes slurmctld, so that it runs last. Slurm 22.05

@@ -997,6 +997,62 @@ END_TEST
 // A downstream stage's age: its own wait since its dependencies cleared plus the
 // queue waits of the stages it waits for (longest chain), not the time they ran,
 // at most PriorityMaxAge; a stage still waiting for others has none.
+START_TEST(best_effort_queues_behind_non_preemptible_jobs) {
+  // PriorityWeightNonPreemptible at PriorityWeightQuota's value: of two jobs of the
+  // same team and standing, the one that may not be preempted ranks first although
+  // the preemptible one has waited longer; a preemptible job within its team's
+  // guarantee ties with a non-preemptible one that borrows, so fair share decides.
+  Fixture f("PriorityMaxAge=60 PriorityWeightNonPreemptible=10000 TeamQuota=vision:h100=8 TeamQuota=nlp:h100=8\n");
+  ck_assert_int_eq(f.config.priority_weight_non_preemptible, 10000);
+  PricedJob best_effort = pending("vision", 1, kT0 - 50);
+  best_effort.gpu_type = "h100";
+  PricedJob pinned = pending("vision", 1, kT0 - 10);
+  pinned.gpu_type = "h100";
+  pinned.preemptible = false;
+  auto b = f.of(best_effort, kT0), p = f.of(pinned, kT0);
+  ck_assert(near(b.non_preemptible, 0));
+  ck_assert(near(p.non_preemptible, 10000));
+  ck_assert(b.age > p.age);
+  ck_assert_uint_gt(p.total, b.total);
+  // The difference is the term less the older job's lead in age and size.
+  ck_assert(std::fabs(static_cast<double>(p.total) - b.total -
+                      (10000 - (b.age - p.age) - (b.job_size - p.job_size))) <= 1);
+  // nlp (fair share 1.0) borrows with a non-preemptible job; vision (0.25) is within
+  // its guarantee with a preemptible one: the quota and the non-preemptible terms
+  // cancel out and the better fair share ranks first.
+  f.in_use["nlp"]["h100"] = 64;
+  PricedJob borrower = pending("nlp", 1, kT0);
+  borrower.gpu_type = "h100";
+  borrower.preemptible = false;
+  PricedJob entitled = pending("vision", 1, kT0);
+  entitled.gpu_type = "h100";
+  auto nb = f.of(borrower, kT0), ve = f.of(entitled, kT0);
+  ck_assert(nb.borrowing && !ve.borrowing);
+  ck_assert(near(nb.quota + nb.non_preemptible, ve.quota + ve.non_preemptible));
+  ck_assert_uint_gt(nb.total, ve.total);
+  // The starvation bound counts the term: a large gang still passes every newcomer.
+  Fixture none("PriorityMaxAge=60\n");
+  ck_assert(near(bounded_priority_ceiling(f.config), bounded_priority_ceiling(none.config) + 10000));
+  // Off by default: both jobs priced alike, the older first.
+  ck_assert_int_eq(none.config.priority_weight_non_preemptible, 0);
+  ck_assert(near(none.of(pinned, kT0).non_preemptible, 0));
+  ck_assert_uint_gt(none.of(best_effort, kT0).total, none.of(pinned, kT0).total);
+  // The pass prices it as job_priority() does.
+  PassInput in;
+  in.teams = {{"vision", 2}, {"nlp", 1}};
+  in.cluster_gpus_by_type = {{"h100", 64}};
+  in.pending = {best_effort, pinned};
+  UsageLedger ledger(0);
+  const PassResult pr = priority_pass(f.config, ledger, in, kT0);
+  ck_assert(near(pr.pending[1].non_preemptible, 10000));
+  ck_assert_uint_gt(pr.pending[1].total, pr.pending[0].total);
+  // A bad weight is refused with the key's name.
+  auto r = parse_config("PriorityWeightNonPreemptible=lots\n", "mlsched.conf");
+  ck_assert(!r.config.has_value());
+  ck_assert_contains(r.errors.at(0), "PriorityWeightNonPreemptible=lots is not a whole number");
+}
+END_TEST
+
 START_TEST(pipeline_stage_inherits_queue_wait_not_run_time) {
   auto stage = [](uint32_t id, const std::string& name, std::vector<AfterEdge> after, bool pending, int64_t eligible,
                   int64_t start) {
@@ -1072,6 +1128,7 @@ Suite* priority_suite() {
   tcase_add_test(formula, a_job_that_cannot_start_yet_takes_no_place);
   tcase_add_test(formula, attained_service_levels_follow_the_thresholds);
   tcase_add_test(formula, attained_service_ranks_a_team_s_fresh_jobs_first);
+  tcase_add_test(formula, best_effort_queues_behind_non_preemptible_jobs);
   suite_add_tcase(s, formula);
   TCase* config = tcase_create("config");
   tcase_add_test(config, priority_config_keys_are_typed);

@@ -137,11 +137,6 @@ mlsched::ChargedJob holding_job(const job_record_t* job_ptr, const mlsched::GpuW
   return r;
 }
 
-mlsched::JobType job_type_of(const job_record_t* job_ptr, const mlsched::Config& config) {
-  const auto record = mlsched::plugin::job_record_of(job_ptr);
-  if (const auto& d = record->directives) return d->type;
-  return config.default_job_type;
-}
 
 // GPU-seconds a job consumed in its earlier runs, in mlsched's part of its admin
 // comment: slurmctld saves that with the job, so it survives restarts (and a lost
@@ -195,7 +190,11 @@ mlsched::PricedJob pending_job(const job_record_t* job_ptr, const mlsched::Confi
     p.queued_time = p.submit_time;
     p.submit_time = first;
   }
-  p.type = job_type_of(job_ptr, config);
+  // Its directives (the job's type and whether it may be preempted) from one read
+  // of its record; a job without directives is of the default type and not preemptible.
+  const auto record = mlsched::plugin::job_record_of(job_ptr);
+  p.type = record->directives ? record->directives->type : config.default_job_type;
+  p.preemptible = record->directives && record->directives->preemptible;
   // Waiting on a dependency or a begin time: no place in the team's guarantee yet.
   p.eligible = job_ptr->state_reason != WAIT_DEPENDENCY && job_ptr->state_reason != WAIT_DEP_INVALID &&
                !(job_ptr->details && job_ptr->details->begin_time > time(nullptr));
@@ -222,9 +221,11 @@ void store_factors(job_record_t* job_ptr, const mlsched::PriorityFactors& f) {
   o->priority_js = f.job_size;    // JOBSIZE: the size-aware age term
   o->priority_qos = f.qos;        // QOS
   o->priority_part = f.partition; // PARTITION
-  // SITE: the job type's weight, the attained-service term (0 or negative) and the
-  // admin's site factor (stored offset by NICE_OFFSET, as sprio reads it).
-  const int64_t site = static_cast<int64_t>(job_ptr->site_factor) + std::llround(f.job_type + f.attained_service);
+  // SITE: the job type's weight, the attained-service term (0 or negative), the
+  // non-preemptible term and the admin's site factor (stored offset by NICE_OFFSET,
+  // as sprio reads it).
+  const int64_t site =
+      static_cast<int64_t>(job_ptr->site_factor) + std::llround(f.job_type + f.attained_service + f.non_preemptible);
   o->priority_site = static_cast<uint32_t>(std::clamp<int64_t>(site, 0, UINT32_MAX));
   o->nice = job_ptr->details ? job_ptr->details->nice : NICE_OFFSET;
 }
