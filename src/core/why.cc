@@ -42,6 +42,9 @@ const std::vector<WaitReasonDoc>& wait_reason_docs() {
        "free GPUs it could use are reserved for a large gang; only jobs that give GPUs back on request "
        "(preemptible, with requeues left) may use them until the gang starts"},
       {wr::kBehindHigherPriority, "pending jobs with higher priority want the same GPU types"},
+      {wr::kBestEffortBehind,
+       "the job is preemptible (best effort) and pending jobs ahead of it for the same GPU types are not: they rank "
+       "PriorityWeightNonPreemptible higher"},
       {wr::kTeamFairShareBehind,
        "the job's team has had more of the cluster's recent GPU-time, for its entitlement, than the teams whose "
        "jobs come first (sshare's numbers)"},
@@ -676,9 +679,11 @@ void explain_rank(const JobFacts& job, const Snapshot& snap, const std::vector<s
   });
   rep.competing = static_cast<int>(rivals.size()) + 1;
   rep.rank = 1;
+  int not_preemptible_ahead = 0;
   for (const auto& p : rivals) {
     if (p.priority > job.priority || (p.priority == job.priority && p.job_id < job.job_id)) {
       ++rep.rank;
+      if (!p.preemptible) ++not_preemptible_ahead;
       if (rep.ahead.size() < 5) rep.ahead.push_back(p);
     }
   }
@@ -708,6 +713,16 @@ void explain_rank(const JobFacts& job, const Snapshot& snap, const std::vector<s
     rep.findings.push_back({wr::kBehindHigherPriority, std::to_string(rep.rank - 1) + " pending job(s) for the same GPUs come first: " +
                                                            join(names, ", ")});
   }
+  // Best effort queues behind (PriorityWeightNonPreemptible): say how many of the
+  // jobs ahead are there for that reason alone or in part.
+  const uint32_t np_weight = snap.config.priority_weight_non_preemptible;
+  if (np_weight > 0 && not_preemptible_ahead > 0 && job.priority > 0 && job.state == "PENDING" && job.directives &&
+      job.directives->preemptible)
+    rep.findings.push_back({wr::kBestEffortBehind,
+                            "the job is preemptible; " + std::to_string(not_preemptible_ahead) + " of the " +
+                                std::to_string(rep.rank - 1) +
+                                " pending job(s) ahead for the same GPUs are not, and rank " +
+                                std::to_string(np_weight) + " higher for it (PriorityWeightNonPreemptible)"});
 
 }
 

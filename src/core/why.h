@@ -40,6 +40,7 @@ inline constexpr const char* kWaitingForReservedUnit = "WaitingForReservedUnit";
 inline constexpr const char* kKeptOffReservedUnit = "KeptOffReservedUnit";
 inline constexpr const char* kBehindHigherPriority = "BehindHigherPriorityJobs";
 inline constexpr const char* kTeamFairShareBehind = "TeamFairShareBehind";
+inline constexpr const char* kBestEffortBehind = "BestEffortQueuesBehind";
 inline constexpr const char* kTeamBeyondQuota = "TeamBeyondQuota";
 inline constexpr const char* kTeamQuotaKeptForEarlierJob = "TeamQuotaKeptForEarlierJob";
 inline constexpr const char* kAttainedServiceLevel = "AttainedServiceLevel";
@@ -103,6 +104,9 @@ struct PendingJob {
   // submission, and whether it can start once GPUs allow (no begin time to come).
   time_t submit_time = 0;
   bool eligible = true;
+  // Whether preempt/mlsched may take its GPUs back (its directive; a job without
+  // directives: no), for PriorityWeightNonPreemptible.
+  bool preemptible = false;
 };
 
 // The job asked about, as read from Slurm.

@@ -655,6 +655,13 @@ def test_best_effort_queues_behind_a_job_that_cannot_be_preempted(cluster, prior
     b, p = wait_for(priced, "sprio to show the non-preemptible term in SITE")
     assert p["PRIORITY"] > b["PRIORITY"], (b, p)
     assert pending_order(cluster, [best_effort, pinned]) == [pinned, best_effort]
+    # mlsched why tells the best-effort job's owner why it waits behind.
+    res = cluster.run([str(TOOL), "why", "--json", best_effort], user=CAROL)
+    assert res.rc == 0, res
+    reasons = {r["reason"]: r["message"] for r in json.loads(res.out)["reasons"]}
+    assert re.fullmatch(r"the job is preemptible; [1-9]\d* of the [1-9]\d* pending job\(s\) ahead for the same GPUs "
+                        r"are not, and rank 4000 higher for it \(PriorityWeightNonPreemptible\)",
+                        reasons.get("BestEffortQueuesBehind", "")), reasons
 
     # One node frees up: the job that cannot give its GPUs back takes it.
     cluster.cancel(nlp_on_gpu13)

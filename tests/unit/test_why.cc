@@ -260,7 +260,7 @@ START_TEST(down_nodes_and_slurm_limits) {
   job.slurm_reason = "SomethingNew";
   ck_assert_msg(find(explain(job, snap), wait_reason::kOtherSlurmReason), "unknown Slurm reason dropped");
   // Every reason the code can give is documented.
-  ck_assert_int_eq(wait_reason_docs().size(), 24);
+  ck_assert_int_eq(wait_reason_docs().size(), 25);
 }
 END_TEST
 
@@ -372,6 +372,37 @@ START_TEST(quota_and_fair_share_behind_another_team) {
   r = explain(job, snap);
   ck_assert(!find(r, wait_reason::kTeamBeyondQuota));
   ck_assert(!find(r, wait_reason::kTeamFairShareBehind));
+}
+END_TEST
+
+START_TEST(best_effort_behind_jobs_that_cannot_be_preempted) {
+  // Every a100 busy; two jobs rank above a preemptible one: one that may not be
+  // preempted and one that may. With PriorityWeightNonPreemptible why names the first.
+  Cluster c = fixture_cluster();
+  ClusterState s = idle(c);
+  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  Snapshot snap{&c, s, {}, {}, 1000};
+  PendingJob pinned{700, "p", "ml-alice", "gpu", 21000, {"a100"}, 1, "vision"};
+  PendingJob other{701, "o", "ml-bob", "gpu", 20000, {"a100"}, 1, "nlp"};
+  other.preemptible = true;
+  snap.pending = {pinned, other};
+  JobFacts job = pending_job(1, 1, {"a100"}, Locality::any, LocalityMode::prefer);
+  job.account = "nlp";
+  job.priority = 9000;
+  job.admin_comment = "mlsched: type=training preemptible=yes";
+  job.directives = parse_stored_directives(job.admin_comment);
+  ck_assert(!find(explain(job, snap), wait_reason::kBestEffortBehind));  // off by default
+  snap.config.priority_weight_non_preemptible = 10000;
+  WhyReport r = explain(job, snap);
+  const Finding* f = find(r, wait_reason::kBestEffortBehind);
+  ck_assert_msg(f, "no best-effort finding");
+  ck_assert_str_eq(f->message.c_str(),
+                   "the job is preemptible; 1 of the 2 pending job(s) ahead for the same GPUs are not, and rank 10000 "
+                   "higher for it (PriorityWeightNonPreemptible)");
+  // A job that may not be preempted itself gets the weight: nothing to say.
+  job.admin_comment = "mlsched: type=training preemptible=no";
+  job.directives = parse_stored_directives(job.admin_comment);
+  ck_assert(!find(explain(job, snap), wait_reason::kBestEffortBehind));
 }
 END_TEST
 
@@ -836,6 +867,7 @@ Suite* why_suite() {
   tcase_add_test(tc, dependency_on_running_job_gives_the_eta);
   tcase_add_test(tc, down_nodes_and_slurm_limits);
   tcase_add_test(tc, quota_and_fair_share_behind_another_team);
+  tcase_add_test(tc, best_effort_behind_jobs_that_cannot_be_preempted);
   tcase_add_test(tc, guarantee_kept_for_an_earlier_gang_is_named);
   tcase_add_test(tc, reserved_unit_is_named_for_the_gang_the_kept_off_and_the_lent);
   tcase_add_test(tc, running_job_shows_locality_history_checkpoint_and_borrowing);

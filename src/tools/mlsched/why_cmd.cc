@@ -685,6 +685,7 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
       if (record.marks.first_submit > 0 && record.marks.first_submit < pj.submit_time)
         pj.submit_time = record.marks.first_submit;
       pj.eligible = !(o.eligible_time > snap.now);
+      pj.preemptible = record.directives && record.directives->preemptible;
       const GpuNeed r = request_of(o, record.directives);
       pj.gpu_types = r.gpu_types;
       pj.gpus = r.total_gpus();
