@@ -493,7 +493,10 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
 // "may the first pending job preempt the second?". mlsched's victims are running
 // jobs holding borrowed GPUs, never pending ones, so the answer is always no and
 // the queue keeps priority/mlsched's order (which already puts jobs within their
-// team's quota first). It is called for every comparison: it must stay trivial.
+// team's quota first and, with PriorityWeightNonPreemptible, best effort behind the
+// jobs that cannot be preempted: the order preempt/qos gives a scavenger QOS here,
+// but priced, so sprio shows it). It is called for every comparison: it must stay
+// trivial.
 MLSCHED_EXPORT bool preempt_p_job_preempt_check(job_queue_rec_t* preemptor, job_queue_rec_t* preemptee) {
   return false;
 }
