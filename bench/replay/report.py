@@ -377,8 +377,9 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
                   "| job durations | trace duration / compression, clipped to [%s, %s] s |"
                   % (fmt(meta["min_seconds"], 0), fmt(meta["max_job_seconds"], 0)),
                   "| restart cost | %s s per resume (loading the checkpoint) |" % fmt(args.restart_cost, 1),
-                  "| preemption | best-effort trace jobs are preemptible (stock: QOS scavenger, preempted by QOS normal; "
-                  "mlsched: `preemptible=yes`); checkpoint signal %d s before requeue; no preemption before %s s of run |"
+                  "| preemption | best-effort trace jobs are preemptible (stock: QOS scavenger, preempted by QOS normal, "
+                  "which also sorts every normal job ahead of every scavenger job in stock's queue, whatever "
+                  "their priorities; mlsched: `preemptible=yes`); checkpoint signal %d s before requeue; no preemption before %s s of run |"
                   % (args.checkpoint_grace, fmt(args.preempt_min_run, 0)),
                   "| GPU type speed in the trainer | %s |" % speed_text(args),
                   "| mlsched configuration | %s |" % mlsched_profile_text(args),
