@@ -137,7 +137,6 @@ mlsched::ChargedJob holding_job(const job_record_t* job_ptr, const mlsched::GpuW
   return r;
 }
 
-
 // GPU-seconds a job consumed in its earlier runs, in mlsched's part of its admin
 // comment: slurmctld saves that with the job, so it survives restarts (and a lost
 // usage file), and `scontrol show job` shows it. Only requeued jobs carry it.
