@@ -27,6 +27,11 @@ void occupy(const Cluster& c, ClusterState& s, const std::string& node, uint32_t
   for (uint32_t g = 0; g < gpus; ++g) s[i].gpu_busy[g] = true;
 }
 
+// The fixture's a100 nodes, gpu[09-16], all busy.
+void occupy_every_a100(const Cluster& c, ClusterState& s) {
+  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+}
+
 JobFacts pending_job(uint32_t nodes, uint32_t per_node, std::vector<std::string> types, Locality loc, LocalityMode mode) {
   JobFacts j;
   j.job_id = 900;
@@ -105,7 +110,7 @@ START_TEST(strict_locality_gets_prefer_counterfactual) {
   Cluster c = fixture_cluster();
   ClusterState s = idle(c);
   for (const char* n : {"gpu02", "gpu03", "gpu04", "gpu06", "gpu07", "gpu08"}) occupy(c, s, n, 8);
-  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  occupy_every_a100(c, s);
   Snapshot snap{&c, s, {}, {}, 1000};
   JobFacts job = pending_job(2, 8, {"h100"}, Locality::nvlink_domain, LocalityMode::strict);
   WhyReport r = explain(job, snap);
@@ -135,7 +140,7 @@ START_TEST(fragmented_free_gpus) {
   Cluster c = fixture_cluster();
   ClusterState s = idle(c);
   for (int i = 1; i <= 8; ++i) occupy(c, s, "gpu0" + std::to_string(i), 4);
-  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  occupy_every_a100(c, s);
   Snapshot snap{&c, s, {}, {}, 1000};
   WhyReport r = explain(pending_job(2, 8, {"h100"}, Locality::any, LocalityMode::prefer), snap);
   const Finding* f = find(r, wait_reason::kFreeGpusFragmented);
@@ -305,7 +310,7 @@ START_TEST(quota_and_fair_share_behind_another_team) {
   // vision none of its 8. vision's job comes first; nlp's would borrow.
   Cluster c = fixture_cluster();
   ClusterState s = idle(c);
-  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  occupy_every_a100(c, s);
   Snapshot snap{&c, s, {}, {}, 1000};
   PendingJob vision_job{700, "v", "ml-alice", "gpu", 20000, {"a100"}, 8, "vision"};
   snap.pending = {vision_job};
@@ -380,7 +385,7 @@ START_TEST(best_effort_behind_jobs_that_cannot_be_preempted) {
   // preempted and one that may. With PriorityWeightNonPreemptible why names the first.
   Cluster c = fixture_cluster();
   ClusterState s = idle(c);
-  for (int i = 9; i <= 16; ++i) occupy(c, s, (i < 10 ? "gpu0" : "gpu") + std::to_string(i), 8);
+  occupy_every_a100(c, s);
   Snapshot snap{&c, s, {}, {}, 1000};
   PendingJob pinned{700, "p", "ml-alice", "gpu", 21000, {"a100"}, 1, "vision"};
   PendingJob other{701, "o", "ml-bob", "gpu", 20000, {"a100"}, 1, "nlp"};
