@@ -202,6 +202,32 @@ bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, c
   return false;
 }
 
+int64_t reserved_unit_ready(uint32_t gang_gpus, uint32_t unit_gpus, std::vector<UnitHolder> holders, int64_t now) {
+  if (unit_gpus < gang_gpus) return now;
+  // Lent GPUs count as free: the gang preempts their jobs once nothing else is left.
+  holders.erase(std::remove_if(holders.begin(), holders.end(), [](const UnitHolder& h) { return h.lent || h.gpus == 0; }),
+                holders.end());
+  uint64_t held = 0;
+  for (const auto& h : holders) held += h.gpus;
+  // The jobs in the order their time limits end (no end: last); each end frees its GPUs.
+  std::sort(holders.begin(), holders.end(), [](const UnitHolder& a, const UnitHolder& b) {
+    const bool a_ends = a.end_time > 0, b_ends = b.end_time > 0;
+    return a_ends != b_ends ? a_ends : a.end_time < b.end_time;
+  });
+  int64_t ready = now;
+  for (const auto& h : holders) {
+    if (unit_gpus >= held + gang_gpus) break;
+    if (h.end_time <= 0) return now;
+    ready = std::max(ready, h.end_time);
+    held -= h.gpus;
+  }
+  return ready;
+}
+
+bool ends_before_unit_ready(int64_t start, uint64_t time_limit, int64_t ready) {
+  return time_limit > 0 && start + static_cast<int64_t>(time_limit) <= ready;
+}
+
 double lost_work(const PreemptCandidate& victim, int64_t now) {
   const int64_t since = work_at_risk_since(victim.start_time, victim.last_checkpoint, victim.checkpoint_interval, now);
   return static_cast<double>(victim.gpus()) * static_cast<double>(std::max<int64_t>(0, now - since));

@@ -75,6 +75,23 @@ bool may_borrow_reserved_gpus(const PreemptCandidate& job, const Config& config)
 // Running on GPUs lent from the reservation: (re)started after it was taken, on one
 // of its nodes, and a job it may be lent to.
 bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, const Config& config);
+// A job holding GPUs on a reserved unit, as the unit's ready time sees it.
+struct UnitHolder {
+  uint32_t gpus = 0;     // GPUs it holds on the unit's nodes
+  int64_t end_time = 0;  // when its time limit ends; 0 = no end known
+  bool lent = false;     // lent_reserved_gpus: the gang takes them back when it starts
+};
+// The earliest the unit can hold the gang if every job there that keeps its GPUs runs
+// to its time limit: the first time those jobs' GPUs leave `gang_gpus` of the unit's
+// `unit_gpus` usable GPUs free. Which GPUs inside the nodes the gang needs can only
+// make it later, so a job whose time limit ends by then does not delay the gang: the
+// promise stock backfill makes to the job it reserves for. `now` (nothing fits before
+// it) when the gang could start at once, when a job it must wait for has no end, and
+// when the unit has too few usable GPUs for the gang (a node is down).
+int64_t reserved_unit_ready(uint32_t gang_gpus, uint32_t unit_gpus, std::vector<UnitHolder> holders, int64_t now);
+// A job that cannot give GPUs back may still run on the unit when it starts at `start`
+// and its time limit (`time_limit` seconds; 0 = none) ends by the unit's `ready` time.
+bool ends_before_unit_ready(int64_t start, uint64_t time_limit, int64_t ready);
 // ==== end reservations for large gangs ==========================================
 
 // The pending job that wants GPUs.

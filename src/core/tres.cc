@@ -84,6 +84,10 @@ uint32_t GpuCounts::total() const {
   return n;
 }
 
+std::string GpuCounts::single_type() const {
+  return by_type.size() == 1 && untyped == 0 ? lowercase(by_type.begin()->first) : std::string();
+}
+
 GpuCounts gpu_counts_from_tres(std::string_view tres) {
   GpuCounts out;
   uint64_t accounted_total = 0, requested_untyped = 0;

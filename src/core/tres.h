@@ -37,6 +37,8 @@ struct GpuCounts {
   std::map<std::string, uint32_t> by_type;
   uint32_t untyped = 0;
   uint32_t total() const;
+  // The type of all its GPUs, lowercase; "" when they are of several types or untyped.
+  std::string single_type() const;
 };
 GpuCounts gpu_counts_from_tres(std::string_view tres);
 

@@ -43,6 +43,10 @@ List partition_list() {
   static List* const p = lookup<List>("part_list");
   return value_of<List>(p, nullptr);
 }
+List job_list() {
+  static List* const p = lookup<List>("job_list");
+  return value_of<List>(p, nullptr);
+}
 job_record_t* find_job(uint32_t job_id) {
   using Find = job_record_t* (*)(uint32_t);
   static const Find find = reinterpret_cast<Find>(dlsym(RTLD_DEFAULT, "find_job_record"));

@@ -22,6 +22,10 @@ node_record_t** node_table();  // node_record_table_ptr; may contain NULL holes
 int node_count();              // size of node_table()
 time_t last_node_update();     // changes whenever a node record changes
 List partition_list();
+// slurmctld's job_list. Walked only where cons_tres's own job tests walk it (a job
+// test), never inside preempt_p_preemptable (see preempt_mlsched.cc). Caller holds
+// the job read lock.
+List job_list();
 // slurmctld's find_job_record(): the job by id from its hash table (not job_list),
 // NULL when unknown or outside slurmctld. Caller holds the job read lock.
 job_record_t* find_job(uint32_t job_id);         // part_list: the partitions (part_record_t); may be NULL

@@ -22,4 +22,10 @@ std::shared_ptr<const JobRecord> job_record_of(const job_record_t* job_ptr);
 // runs; select/mlsched asks whether reserved GPUs may be lent to it.
 PreemptCandidate preemption_view(const job_record_t* job_ptr);
 
+// A running job as preemption sees it: preemption_view() plus its team, GPU type,
+// GPUs on each node, start, partition, quota kind and last reported checkpoint.
+// preempt/mlsched weighs it as a victim; select/mlsched asks whether it holds a
+// reserved unit's GPUs for good. Caller holds the job read lock.
+PreemptCandidate running_view(const job_record_t* job_ptr, const Config& config);
+
 }  // namespace mlsched::plugin

@@ -110,38 +110,6 @@ thread_local std::unique_ptr<Scan> t_scan;
 
 std::shared_ptr<const mlsched::Config> config() { return g_config.get(); }
 
-mlsched::GpuCounts allocated_gpus(const job_record_t* job_ptr) {
-  return mlsched::gpu_counts_from_tres(str(job_ptr->tres_fmt_alloc_str));
-}
-
-std::string single_type(const mlsched::GpuCounts& g) {
-  return (g.by_type.size() == 1 && g.untyped == 0) ? mlsched::lowercase(g.by_type.begin()->first) : std::string();
-}
-
-// A running job as the core sees it. Slurm records GPUs per job, not per node, in
-// the TRES string: a multi-node job's GPUs are taken as spread evenly over its
-// nodes, which is what --gres=gpu:N per node gives.
-mlsched::PreemptCandidate candidate_of(const job_record_t* job_ptr, const mlsched::Config& config) {
-  mlsched::PreemptCandidate c = mlsched::plugin::preemption_view(job_ptr);
-  c.team = str(job_ptr->account);
-  const auto gpus = allocated_gpus(job_ptr);
-  c.gpu_type = single_type(gpus);
-  const auto nodes = mlsched::expand_hostlist(str(job_ptr->nodes));
-  if (!nodes.empty()) {
-    const uint32_t total = gpus.total();
-    const uint32_t per = total / nodes.size(), extra = total % nodes.size();
-    for (size_t i = 0; i < nodes.size(); ++i) c.gpus_on_node[nodes[i]] = per + (i < extra ? 1 : 0);
-  }
-  c.start_time = job_ptr->start_time;
-  if (job_ptr->part_ptr) c.partition = str(job_ptr->part_ptr->name);
-  c.quota_kind = mlsched::quota_kind(config, c.gpu_type, c.partition);
-  // What `mlsched ckpt done` reported in the job's Comment: string parsing only
-  // (callers hold the job lock). lost_work() clamps it to this run, so a false
-  // report can only make this job the cheaper victim.
-  c.last_checkpoint = mlsched::checkpoint_report(str(job_ptr->comment));
-  return c;
-}
-
 // Entitlements for quotas that mlsched.conf does not fix: shares over all teams.
 std::map<std::string, mlsched::TeamStanding> team_shares() {
   std::map<std::string, mlsched::TeamStanding> standing;
@@ -175,7 +143,7 @@ std::shared_ptr<const Snapshot> take_snapshot(const mlsched::Config& config, uns
     ListIterator it = list_iterator_create(job_list);
     while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
       if (!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) continue;
-      auto c = candidate_of(job_ptr, config);
+      auto c = mlsched::plugin::running_view(job_ptr, config);
       if (c.gpus() == 0) continue;
       for (const auto& [node, n] : c.gpus_on_node) busy[node] += n;
       running.push_back(std::move(c));
@@ -293,7 +261,7 @@ std::unique_ptr<Scan> start_scan(const job_record_t* preemptor_ptr, std::shared_
   p.team = str(preemptor_ptr->account);
   const auto wanted = mlsched::gpu_counts_from_tres(str(preemptor_ptr->tres_fmt_req_str));
   p.gpus = wanted.total();
-  p.gpu_type = single_type(wanted);
+  p.gpu_type = wanted.single_type();
   // Slurm sets begin_time when the job becomes eligible (dependencies met, --begin
   // passed) and again on a requeue: the large-gang rule counts from there.
   if (preemptor_ptr->details) p.eligible_since = preemptor_ptr->details->begin_time;
@@ -392,7 +360,7 @@ void record_preemption(job_record_t* job_ptr) {
         if (v == job_ptr->job_id) preemptor = by;
   }
   const auto cfg = config();
-  const mlsched::PreemptCandidate victim = seen ? *seen : candidate_of(job_ptr, cfg ? *cfg : mlsched::Config{});
+  const mlsched::PreemptCandidate victim = seen ? *seen : mlsched::plugin::running_view(job_ptr, cfg ? *cfg : mlsched::Config{});
   const double lost = mlsched::lost_work(victim, now);
   const std::string after =
       mlsched::with_preemption_recorded(str(job_ptr->admin_comment), preemptor, now, lost);
@@ -462,7 +430,7 @@ MLSCHED_EXPORT bool preempt_p_preemptable(job_record_t* preemptee, job_record_t*
     // The victim's own record is fresh. Whether it borrows: priority/mlsched's mark
     // when that plugin runs, else the snapshot's estimate (a job started since is
     // not known to borrow, so it is left alone).
-    mlsched::PreemptCandidate victim = candidate_of(preemptee, *cfg);
+    mlsched::PreemptCandidate victim = mlsched::plugin::running_view(preemptee, *cfg);
     auto known = scan.snapshot->running.find(preemptee->job_id);
     const bool estimate = known != scan.snapshot->running.end() && known->second.borrowing;
     const auto borrowing = mlsched::decide_borrowing(

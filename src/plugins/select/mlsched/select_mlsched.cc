@@ -523,6 +523,8 @@ int placed_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes,
 struct HeldReservation {
   mlsched::GangReservation reservation;
   std::vector<int64_t> node_index;  // its nodes in slurmctld's node table (fixed until a restart)
+  int64_t ready = 0;                // reserved_unit_ready() when last worked out,
+  int64_t ready_at = -1;            // at this second (at most once a second: it walks job_list)
 };
 std::mutex g_reservation_mutex;
 std::optional<HeldReservation> g_reservation;
@@ -572,10 +574,60 @@ void maybe_reserve(job_record_t* job_ptr, bitstr_t* nodes, const mlsched::Config
   g_reservation = std::move(held);
 }
 
+// The earliest the reserved unit can hold its gang (core reserved_unit_ready): from the
+// GPUs its running jobs hold there, their time limits, and whether they were lent them.
+// Worked out at most once a second, walking job_list as cons_tres's will-run does in
+// the same job test. Caller holds the job read lock (every job test does).
+int64_t unit_ready_time(const HeldReservation& held, const mlsched::Config& config, int64_t now) {
+  {
+    std::lock_guard<std::mutex> lock(g_reservation_mutex);
+    if (g_reservation && g_reservation->reservation.job_id == held.reservation.job_id && g_reservation->ready_at == now)
+      return g_reservation->ready;
+  }
+  const mlsched::GangReservation& r = held.reservation;
+  const job_record_t* gang = mlsched::plugin::ctld::find_job(r.job_id);
+  List jobs = mlsched::plugin::ctld::job_list();
+  int64_t ready = now;
+  if (gang && jobs) {
+    const uint32_t gang_gpus = mlsched::gpu_counts_from_tres(str(gang->tres_fmt_req_str)).total();
+    const auto model = g_cluster.get(config, g_config.generation(), kLog);
+    const mlsched::ClusterState state = current_state(*model, config);
+    uint32_t unit_gpus = 0;
+    for (size_t k = 0; k < model->cluster.nodes().size() && k < state.size(); ++k) {
+      const auto& node = model->cluster.nodes()[k];
+      if (state[k].usable && std::find(r.nodes.begin(), r.nodes.end(), node.name) != r.nodes.end())
+        unit_gpus += node.gpus;
+    }
+    std::vector<mlsched::UnitHolder> holders;
+    ListIterator it = list_iterator_create(jobs);
+    while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
+      if ((!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) || !job_ptr->node_bitmap) continue;
+      bool there = false;
+      for (int64_t i : held.node_index) there = there || (i < bit_size(job_ptr->node_bitmap) && bit_test(job_ptr->node_bitmap, i));
+      if (!there) continue;
+      const mlsched::PreemptCandidate view = mlsched::plugin::running_view(job_ptr, config);
+      mlsched::UnitHolder h;
+      for (const auto& node : r.nodes)
+        if (auto g = view.gpus_on_node.find(node); g != view.gpus_on_node.end()) h.gpus += g->second;
+      h.end_time = job_ptr->end_time;
+      h.lent = mlsched::lent_reserved_gpus(r, view, config);
+      holders.push_back(h);
+    }
+    list_iterator_destroy(it);
+    ready = mlsched::reserved_unit_ready(gang_gpus, unit_gpus, std::move(holders), now);
+  }
+  std::lock_guard<std::mutex> lock(g_reservation_mutex);
+  if (g_reservation && g_reservation->reservation.job_id == r.job_id) {
+    g_reservation->ready = ready;
+    g_reservation->ready_at = now;
+  }
+  return ready;
+}
+
 // The reason a job kept off a reservation's nodes waits, when they have GPUs of a
 // type it accepts free now ("" otherwise: it would not fit there anyway).
-std::string kept_off_reason(const mlsched::GangReservation& r, bitstr_t* bitmap, const mlsched::PlacementRequest& request,
-                            const mlsched::Config& config) {
+std::string kept_off_reason(const mlsched::GangReservation& r, int64_t ready, bitstr_t* bitmap,
+                            const mlsched::PlacementRequest& request, const mlsched::Config& config) {
   const auto model = g_cluster.get(config, g_config.generation(), kLog);
   const mlsched::ClusterState state = current_state(*model, config);
   const auto& acceptable = mlsched::acceptable_types(model->index, request);
@@ -590,8 +642,11 @@ std::string kept_off_reason(const mlsched::GangReservation& r, bitstr_t* bitmap,
     for (bool busy : state[k].gpu_busy) free += busy ? 0 : 1;
   }
   if (free == 0) return "";
-  return std::to_string(free) + " free GPUs on " + mlsched::compress_hostlist(r.nodes) + " are reserved for job " +
-         std::to_string(r.job_id) + ", a large gang; only preemptible jobs may use them until it starts";
+  std::string text = std::to_string(free) + " free GPUs on " + mlsched::compress_hostlist(r.nodes) +
+                     " are reserved for job " + std::to_string(r.job_id) + ", a large gang; only preemptible jobs";
+  if (ready > time(nullptr))
+    text += ", or jobs whose time limit ends by " + mlsched::local_clock(ready) + " (the earliest it can start there),";
+  return text + " may use them until it starts";
 }
 // ==== end reservations for large gangs ============================================
 
@@ -642,6 +697,29 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
         const mlsched::GangReservation* reservation = held ? &held->reservation : nullptr;
         if (reservation && reservation->job_id != job_ptr->job_id &&
             !mlsched::may_borrow_reserved_gpus(mlsched::plugin::preemption_view(job_ptr), *config)) {
+          // It may still run there when its time limit ends before the unit can hold the
+          // gang, the promise stock backfill makes: tried first with the unit's nodes.
+          const time_t now = time(nullptr);
+          const int64_t ready = unit_ready_time(*held, *config, now);
+          const uint64_t limit = time_limit_seconds(job_ptr);
+          if (mlsched::ends_before_unit_ready(now, limit, ready)) {
+            bitstr_t* whole = bit_copy(bitmap);
+            const time_t original_start = job_ptr->start_time;
+            List preemptees = nullptr;
+            const int rc = placed_job_test(job_ptr, whole, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
+                                           preemptee_job_list ? &preemptees : nullptr, tail, request, config);
+            // Backfill's will-run may plan it for later: it must still end by then.
+            if (rc == SLURM_SUCCESS &&
+                (mode != SELECT_MODE_WILL_RUN || mlsched::ends_before_unit_ready(job_ptr->start_time, limit, ready))) {
+              bit_copybits(bitmap, whole);
+              FREE_NULL_BITMAP(whole);
+              if (preemptee_job_list) *preemptee_job_list = preemptees;
+              return rc;
+            }
+            FREE_NULL_LIST(preemptees);
+            FREE_NULL_BITMAP(whole);
+            job_ptr->start_time = original_start;
+          }
           bitstr_t* narrowed = bit_copy(bitmap);
           bool kept_off = false;
           for (int64_t i : held->node_index)
@@ -655,7 +733,7 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
             // It cannot start now (backfill's will-run may plan it for later, and then
             // never asks run-now): say so when the reserved nodes have room it could use.
             if (rc != SLURM_SUCCESS || (mode == SELECT_MODE_WILL_RUN && job_ptr->start_time > time(nullptr))) {
-              const std::string why = kept_off_reason(*reservation, bitmap, request, *config);
+              const std::string why = kept_off_reason(*reservation, ready, bitmap, request, *config);
               if (!why.empty()) set_reason(job_ptr, why);
             }
             if (rc == SLURM_SUCCESS) bit_copybits(bitmap, narrowed);
