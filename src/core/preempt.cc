@@ -163,6 +163,24 @@ std::string with_preemption_recorded(std::string_view admin_comment, uint32_t pr
   return r.encode();
 }
 
+PreemptCandidate preemption_view(uint32_t job_id, const JobRecord& record, uint32_t restarts) {
+  PreemptCandidate c;
+  c.job_id = job_id;
+  // PreemptMaxPerJob counts our own `preempted=` mark; Slurm's restart count also
+  // holds time-limit and node-failure requeues, which only max-restarts counts.
+  c.times_preempted = record.preemptions.times;
+  c.restarts = restarts;
+  c.attained_gpu_seconds = record.marks.attained_gpu_seconds;
+  c.preemptible = false;
+  if (const auto& d = record.directives) {
+    c.has_directives = true;
+    c.preemptible = d->preemptible;
+    c.max_restarts = d->max_restarts;
+    c.checkpoint_interval = d->checkpoint_interval;
+  }
+  return c;
+}
+
 bool may_reserve_for_gang(uint32_t gpus, int64_t eligible_since, const Config& config, int64_t now) {
   if (config.reserve_for_gang_gpus == 0 || gpus < config.reserve_for_gang_gpus) return false;
   return eligible_since > 0 && now - eligible_since >= static_cast<int64_t>(config.reserve_for_gang_wait);

@@ -46,6 +46,12 @@ struct PreemptCandidate {
   const std::string& kind() const { return quota_kind.empty() ? gpu_type : quota_kind; }
 };
 
+// What preemption reads of a job from its mlsched record and Slurm's restart count:
+// whether it gives GPUs back (a job without directives never offered to), its
+// checkpoint interval, how often preempt/mlsched preempted it, its max-restarts, its
+// attained service. The plugins add where it runs; `mlsched why` as well.
+PreemptCandidate preemption_view(uint32_t job_id, const JobRecord& record, uint32_t restarts);
+
 // ==== reservations for large gangs (ReserveForGangGpus) ==========================
 // A large gang that has waited long enough reserves the unit where backfill plans to
 // start it. select/mlsched keeps every job that could not give the GPUs back off

@@ -801,6 +801,28 @@ void order_findings(WhyReport& rep) {
                    [&](const Finding& a, const Finding& b) { return order(a) < order(b); });
 }
 
+// reserved_unit_ready() over the snapshot: the gang's GPUs, the unit's usable GPUs and
+// what its running jobs hold there.
+int64_t reserved_unit_ready(const GangReservation& r, const Snapshot& snap) {
+  auto on_unit = [&](const std::string& node) { return std::find(r.nodes.begin(), r.nodes.end(), node) != r.nodes.end(); };
+  uint32_t gang_gpus = 0, unit_gpus = 0;
+  for (const auto& p : snap.pending)
+    if (p.job_id == r.job_id) gang_gpus = p.gpus;
+  for (size_t k = 0; k < snap.cluster->nodes().size() && k < snap.state.size(); ++k)
+    if (snap.state[k].usable && on_unit(snap.cluster->nodes()[k].name)) unit_gpus += snap.cluster->nodes()[k].gpus;
+  std::vector<UnitHolder> holders;
+  for (const auto& rj : snap.running) {
+    UnitHolder h;
+    for (const auto& [node, n] : rj.preemption.gpus_on_node) h.gpus += on_unit(node) ? n : 0;
+    if (h.gpus == 0) continue;
+    h.end_time = rj.expected_end;
+    h.lent = lent_reserved_gpus(r, rj.preemption, snap.config);
+    holders.push_back(h);
+  }
+  if (gang_gpus == 0) return snap.now;
+  return mlsched::reserved_unit_ready(gang_gpus, unit_gpus, std::move(holders), snap.now);
+}
+
 // Large gangs' reservations (ReserveForGangGpus, preempt.h): the gang waits for its
 // unit; a job that could not give GPUs back is kept off it; a preemptible job may
 // run there on lent GPUs.
@@ -850,13 +872,23 @@ void explain_reservations(const JobFacts& job, const Snapshot& snap, const std::
     uint32_t free = 0, total = 0;
     free_on(r, free, total);
     if (free == 0) continue;
-    rep.findings.push_back({wr::kKeptOffReservedUnit,
-                            std::to_string(free) + " free GPUs on " + compress_hostlist(r.nodes) +
-                                " are reserved for job " + std::to_string(r.job_id) + ", a large gang, since " +
-                                local_clock(r.since) + "; " +
-                                (self.preemptible ? "this job cannot be preempted again (PreemptMaxPerJob or its "
-                                                    "max-restarts), so it may not use them"
-                                                  : "only preemptible jobs may use them until the gang starts")});
+    // When the unit can hold the gang at the earliest, as select/mlsched works it out: a
+    // job whose time limit ends by then may run there all the same.
+    const int64_t ready = reserved_unit_ready(r, snap);
+    std::string text = std::to_string(free) + " free GPUs on " + compress_hostlist(r.nodes) + " are reserved for job " +
+                       std::to_string(r.job_id) + ", a large gang, since " + local_clock(r.since) + "; ";
+    const std::string spent = "this job cannot be preempted again (PreemptMaxPerJob or its max-restarts), so it may ";
+    if (ready > snap.now) {
+      text += (self.preemptible ? spent + "use them only if its time limit ends"
+                                : std::string("only preemptible jobs may use them, or a job whose time limit ends")) +
+              " by " + local_clock(ready) + " (the earliest the gang can start there); " +
+              (job.time_limit > 0 ? "its time limit of " + std::to_string(job.time_limit / 60) + " min would end at " +
+                                        local_clock(snap.now + job.time_limit)
+                                  : std::string("it has no time limit"));
+    } else {
+      text += self.preemptible ? spent + "not use them" : "only preemptible jobs may use them until the gang starts";
+    }
+    rep.findings.push_back({wr::kKeptOffReservedUnit, text});
   }
 }
 

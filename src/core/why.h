@@ -91,6 +91,9 @@ struct RunningJob {
   std::string name, user, account;
   std::map<std::string, std::vector<int>> gpus_by_node;  // node -> GPU indices
   time_t expected_end = 0;                                 // 0: no time limit
+  // What preemption reads of it (preemption_view), with its start and GPUs per node:
+  // whether a large gang's reservation lent it GPUs (lent_reserved_gpus).
+  PreemptCandidate preemption;
 };
 
 struct PendingJob {
@@ -118,6 +121,7 @@ struct JobFacts {
   std::string slurm_reason_detail;   // Slurm's state_desc, if any
   uint32_t priority = 0;
   time_t submit_time = 0, begin_time = 0, start_time = 0, end_time = 0;
+  int64_t time_limit = 0;            // seconds; 0: none
   GpuNeed request;
   std::string admin_comment;
   std::optional<JobDirectives> directives;

@@ -487,7 +487,9 @@ def test_large_gang_reserves_its_nodes_lends_them_to_preemptible_work_and_takes_
     It reserves two of them; as GPUs free up there, a non-preemptible job is kept off,
     a preemptible one runs on lent GPUs, and once the two nodes hold nothing else the
     gang preempts it and starts there. Neither the lent job's team standing (vision is
-    within its guarantee) nor PreemptMinRunTime (5 minutes here) keeps the GPUs."""
+    within its guarantee) nor PreemptMinRunTime (5 minutes here) keeps the GPUs. A
+    non-preemptible job whose time limit ends before the gang could start there anyway
+    runs there too."""
     cluster, jobs, files = preempt_cluster
     mlsched_conf.append(*SETTINGS[1:], "PreemptMinRunTime=300", "ReserveForGangGpus=16", "ReserveForGangWait=0",
                         plugin="preempt/mlsched", tag="test_gang_reservation")
@@ -529,8 +531,23 @@ def test_large_gang_reserves_its_nodes_lends_them_to_preemptible_work_and_takes_
                      f"on {cluster.job_field(firm, 'NodeList')}, reason {cluster.job_field(firm, 'Reason')}, "
                      f"select: {cluster.job_field(firm, 'SystemComment')})", timeout=60, interval=1)
     assert cluster.job_field(firm, "JobState") == "PENDING"
+    # Its 20-minute limit would end after the gang's earliest start there (when the other
+    # node's job reaches its limit): both the reason and `mlsched why` say by when a job
+    # must end to use the free GPUs.
+    select_reason = cluster.job_field(firm, "SystemComment")
+    assert "or jobs whose time limit ends by " in select_reason, select_reason
     text, _ = why(cluster, firm)
     assert "KeptOffReservedUnit" in text and f"8 free GPUs on" in text and f"reserved for job {gang}" in text, text
+    assert "or a job whose time limit ends by " in text and "its time limit of 20 min would end at " in text, text
+    # A non-preemptible job whose 2-minute limit ends before then runs there at once
+    # (the gang does not start any later for it), while the 20-minute one still waits.
+    res, _ = cluster.sbatch(ALICE, "#!/bin/bash\n#MLSCHED type=training preemptible=no\nsleep 20\n", "-A", "vision",
+                            "--gres=gpu:a100:1", "-N1", "-x", OTHER_NODES, "-t", "2", "-o", "/dev/null", name="short")
+    short = cluster.job_id(res)
+    jobs.append(short)
+    cluster.wait_state(short, {"RUNNING", "COMPLETED"}, timeout=90)
+    assert cluster.job_field(short, "NodeList") == unit[0], cluster.job_field(short, "NodeList")
+    assert cluster.job_field(firm, "JobState") == "PENDING"
     # ...while a preemptible trainer of vision runs there on lent GPUs.
     lent, lent_out = trainer(cluster, jobs, files, ALICE, "vision", "lent", 2)
     cluster.wait_state(lent, {"RUNNING"})

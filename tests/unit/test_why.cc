@@ -817,6 +817,45 @@ START_TEST(reserved_unit_is_named_for_the_gang_the_kept_off_and_the_lent) {
   ck_assert_msg(k, "no kept-off finding");
   ck_assert_contains(k->message, "3 free GPUs on gpu[01-02] are reserved for job 812, a large gang, since ");
   ck_assert_contains(k->message, "only preemptible jobs may use them until the gang starts");
+  // With the unit's jobs known (non-preemptible, ending at 1600 and 2800) the gang can
+  // start there at 2800 at the earliest: a job whose time limit ends by then may use
+  // the free GPUs, and the message says by when, against the job's own limit.
+  PendingJob queued_gang;
+  queued_gang.job_id = 812;
+  queued_gang.gpus = 16;
+  snap.pending = {queued_gang};
+  RunningJob full, part;
+  full.job_id = 700;
+  full.gpus_by_node = {{"gpu01", {0, 1, 2, 3, 4, 5, 6, 7}}};
+  full.expected_end = 2800;
+  part.job_id = 701;
+  part.gpus_by_node = {{"gpu02", {0, 1, 2, 3, 4}}};
+  part.expected_end = 1600;
+  for (RunningJob* j : {&full, &part}) {
+    j->preemption.job_id = j->job_id;
+    j->preemption.preemptible = false;
+    j->preemption.start_time = 300;
+    for (const auto& [node, idx] : j->gpus_by_node) j->preemption.gpus_on_node[node] = idx.size();
+  }
+  snap.running = {full, part};
+  firm.time_limit = 3600;
+  rep = explain(firm, snap);
+  k = find(rep, wait_reason::kKeptOffReservedUnit);
+  ck_assert_msg(k, "no kept-off finding with the unit's jobs known");
+  ck_assert_contains(k->message, ("only preemptible jobs may use them, or a job whose time limit ends by " +
+                                  local_clock(2800) + " (the earliest the gang can start there); its time limit of "
+                                  "60 min would end at " + local_clock(4600))
+                                     .c_str());
+  // A job that gives its GPUs back does not hold the gang up: with gpu01's job
+  // preemptible and started after the reservation (lent), the gang waits only for 1600.
+  snap.running[0].preemption.preemptible = true;
+  snap.running[0].preemption.has_directives = true;
+  snap.running[0].preemption.max_restarts = 3;
+  snap.running[0].preemption.start_time = 500;
+  k = find(rep = explain(firm, snap), wait_reason::kKeptOffReservedUnit);
+  ck_assert_msg(k, "no kept-off finding with a lent job on the unit");
+  ck_assert_contains(k->message, ("time limit ends by " + local_clock(1600) + " (the earliest").c_str());
+  snap.running.clear();
   // `mlsched why` explains a job on its partition's part of the cluster: the
   // reservation comes along.
   Cluster pool_cluster;

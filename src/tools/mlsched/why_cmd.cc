@@ -610,6 +610,7 @@ JobFacts facts_of(const slurm_job_info_t& j, time_t now) {
   job.begin_time = job.state == "PENDING" && j.eligible_time > now ? j.eligible_time : 0;
   job.start_time = j.start_time;
   job.end_time = j.end_time;
+  job.time_limit = j.time_limit == INFINITE || j.time_limit == NO_VAL ? 0 : int64_t{j.time_limit} * 60;
   job.admin_comment = str(j.admin_comment);
   const JobRecord record = decode_job_record(job.admin_comment);
   job.directives = record.directives;
@@ -664,6 +665,9 @@ void add_other_jobs(Snapshot& snap, const job_info_msg_t* msg) {
       rj.account = str(o.account);
       rj.gpus_by_node = gpus_by_node(o);
       rj.expected_end = o.time_limit == INFINITE ? 0 : o.end_time;
+      rj.preemption = preemption_view(o.job_id, decode_job_record(str(o.admin_comment)), o.restart_cnt);
+      rj.preemption.start_time = o.start_time;
+      for (const auto& [node, idx] : rj.gpus_by_node) rj.preemption.gpus_on_node[node] = std::max<uint32_t>(1, idx.size());
       snap.running.push_back(rj);
     } else if (base == JOB_PENDING) {
       // A job that waits for another job (a later pipeline stage) or can never run
