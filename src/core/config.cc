@@ -41,7 +41,8 @@ const std::vector<std::string> kPriorityKeys = {
     "PriorityMaxAge",    "PriorityWeightFairshare",   "PriorityWeightQuota",     "PriorityWeightAge",
     "PriorityWeightJobSize", "PriorityWeightQOS",     "PriorityWeightPartition", "PriorityWeightJobType",
     "AttainedService",   "AttainedServiceThresholds", "AttainedServicePromoteAfter",
-    "PriorityWeightAttainedService", "TeamQuotaKeptForGpus", "PriorityWeightNonPreemptible"};
+    "PriorityWeightAttainedService", "TeamQuotaKeptForGpus", "PriorityWeightNonPreemptible",
+    "TeamQuotaPartialCredit"};
 
 bool is_priority_key(const std::string& canonical) {
   for (const auto& k : kPriorityKeys)
@@ -239,6 +240,11 @@ class Parser {
     }
     if (w.key == "TeamQuotaKeptForGpus") {
       if (auto v = count(w, 1000000)) config_.team_quota_kept_for_gpus = *v;
+      return;
+    }
+    if (w.key == "TeamQuotaPartialCredit") {
+      if (auto v = parse_bool(w.value)) config_.team_quota_partial_credit = *v;
+      else error("TeamQuotaPartialCredit=" + w.value + " must be yes or no");
       return;
     }
     if (w.key == "PriorityDecayHalfLife") {

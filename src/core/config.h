@@ -123,6 +123,12 @@ struct Config {
   // ending job frees, a gang only on its team's headroom at once. 1: every job
   // holds its place; 0: none does.
   uint32_t team_quota_kept_for_gpus = 16;
+  // A job only partly within its team's guarantee (the guarantee has fewer GPUs left
+  // than it asks, and no earlier job closed it) gets PriorityWeightQuota times the
+  // share of its GPUs that are within, instead of nothing. An 8-GPU job of a team 4
+  // GPUs short of its guarantee then ranks half-way between its team's jobs within
+  // it and those wholly beyond it. Off: the term is all or nothing.
+  bool team_quota_partial_credit = false;
   uint32_t priority_weight_age = 1000;
   // Large enough that a quarter-cluster gang passes fresh jobs after 1.04 x
   // PriorityMaxAge with the other defaults (see seconds_to_reach_top()).

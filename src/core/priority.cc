@@ -143,12 +143,15 @@ std::vector<bool> borrowing_in_start_order(const std::vector<GpuHolding>& runnin
 namespace {
 
 // The formula, once the job's team standing and whether it borrows are known.
-PriorityFactors price(const PricedJob& job, const Config& c, double fairshare, bool borrowing,
+PriorityFactors price(const PricedJob& job, const Config& c, double fairshare, const GuaranteePlace& place,
                       uint32_t cluster_gpus, int64_t now) {
   PriorityFactors f;
   f.fairshare = c.priority_weight_fairshare * fairshare;
-  f.borrowing = borrowing;
+  f.borrowing = place.borrowing;
   f.quota = f.borrowing ? 0.0 : static_cast<double>(c.priority_weight_quota);
+  // TeamQuotaPartialCredit: the share of its GPUs within the guarantee.
+  if (f.borrowing && c.team_quota_partial_credit && job.gpus > 0)
+    f.quota = static_cast<double>(c.priority_weight_quota) * std::min(place.within, job.gpus) / job.gpus;
 
   const double waited = static_cast<double>(std::max<int64_t>(0, now - job.submit_time));
   const double max_age = std::max<uint32_t>(1, c.priority_max_age);
@@ -228,6 +231,9 @@ class GuaranteeWalk {
     const QueueFit fit = fit_in_queue(left, job.gpus, kind.guaranteed, kind.closed_by != 0);
     place.borrowing = fit.borrowing;
     place.kept_by = kind.closed_by;
+    place.within = !fit.borrowing ? job.gpus
+                   : kind.closed_by != 0 ? 0
+                                         : static_cast<uint32_t>(std::clamp<int64_t>(left, 0, job.gpus));
     // A smaller job is priced against what the larger ones hold, but holds
     // nothing itself: it neither claims GPUs nor closes the guarantee.
     const bool holds_place = keep_for_gpus_ != 0 && job.gpus >= keep_for_gpus_;
@@ -311,9 +317,9 @@ PriorityFactors job_priority(const PricedJob& job, const PriorityInputs& in, int
   const GuaranteeOf guaranteed = [&](const std::string& team, const std::string& type) {
     return in.quotas.guaranteed(team, type);
   };
-  const bool borrowing =
-      GuaranteeWalk(guaranteed, in.in_use, in.config.team_quota_kept_for_gpus, in.queue).take(job).borrowing;
-  return price(job, in.config, fairshare_of(in.standing, job.team), borrowing, in.cluster_gpus, now);
+  const GuaranteePlace place =
+      GuaranteeWalk(guaranteed, in.in_use, in.config.team_quota_kept_for_gpus, in.queue).take(job);
+  return price(job, in.config, fairshare_of(in.standing, job.team), place, in.cluster_gpus, now);
 }
 
 TeamGpusInUse gpus_in_use(const std::vector<ChargedJob>& running) {
@@ -355,7 +361,7 @@ PassResult priority_pass(const Config& config, UsageLedger& ledger, const PassIn
     const PricedJob& job = in.pending[i];
     auto [f, inserted] = fairshare.try_emplace(job.team, 0.0);
     if (inserted) f->second = fairshare_of(out.standing, job.team);
-    out.pending.push_back(price(job, config, f->second, places[i].borrowing, cluster_gpus, now));
+    out.pending.push_back(price(job, config, f->second, places[i], cluster_gpus, now));
   }
   return out;
 }

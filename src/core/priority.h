@@ -189,6 +189,7 @@ struct PriorityInputs {
 // explains it. `queue`, when given, receives the claims and closings.
 struct GuaranteePlace {
   bool borrowing = false;
+  uint32_t within = 0;   // its GPUs the guarantee has left for it (all of them unless borrowing)
   uint32_t kept_by = 0;  // borrowing because this earlier job closed the guarantee
 };
 // Only jobs of at least `keep_for_gpus` GPUs (TeamQuotaKeptForGpus) hold a place.

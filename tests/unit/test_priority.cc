@@ -740,6 +740,54 @@ START_TEST(only_a_large_gang_holds_its_place_by_default) {
 }
 END_TEST
 
+START_TEST(a_job_partly_within_its_guarantee_gets_the_share_within) {
+  // TeamQuotaPartialCredit: nlp is guaranteed 16 h100 and runs 8, so 8 are left.
+  Config c = config_from("TeamQuota=nlp:h100=16\nTeamQuotaPartialCredit=yes\nPriorityWeightQuota=10000\n");
+  ck_assert(c.team_quota_partial_credit);
+  PassInput in = gang_cluster();
+  in.pending = {queued(10, "nlp", "h100", 4, kT0 - 300),    // 4 of 8 left: within
+                queued(11, "nlp", "h100", 12, kT0 - 250),   // 12 > 8: 8 of its 12 within
+                queued(12, "nlp", "h100", 16, kT0 - 200),   // a gang: 8 within, closes the rest
+                queued(13, "nlp", "h100", 2, kT0 - 100)};   // after the closing: none within
+  UsageLedger ledger(0);
+  PassResult r = priority_pass(c, ledger, in, kT0);
+  ck_assert(!r.pending[0].borrowing);
+  ck_assert(near(r.pending[0].quota, 10000));
+  ck_assert(r.pending[1].borrowing);
+  ck_assert(near(r.pending[1].quota, 10000.0 * 8 / 12));
+  ck_assert(r.pending[2].borrowing);
+  ck_assert(near(r.pending[2].quota, 10000.0 * 8 / 16));
+  ck_assert(r.pending[3].borrowing);
+  ck_assert(near(r.pending[3].quota, 0));
+  // Nothing left: nothing within.
+  in.running = {holding(1, "nlp", "h100", 20, kT0 - 500)};
+  in.pending = {queued(10, "nlp", "h100", 4, kT0 - 300)};
+  UsageLedger ledger2(0);
+  r = priority_pass(c, ledger2, in, kT0);
+  ck_assert(r.pending[0].borrowing);
+  ck_assert(near(r.pending[0].quota, 0));
+  // A job priced alone gets the same share as in the pass.
+  in.running = {holding(1, "nlp", "h100", 13, kT0 - 500)};
+  UsageLedger ledger3(0);
+  r = priority_pass(c, ledger3, in, kT0);
+  ck_assert(near(r.pending[0].quota, 10000.0 * 3 / 4));
+  const Quotas quotas(c, r.standing, in.cluster_gpus_by_type);
+  const PriorityInputs inputs{c, r.standing, quotas, r.in_use, 128, &r.queue};
+  ck_assert(near(job_priority(queued(15, "nlp", "h100", 4, kT0), inputs, kT0).quota, 10000.0 * 3 / 4));
+  // Off by default: all or nothing.
+  Config off = config_from("TeamQuota=nlp:h100=16\n");
+  ck_assert(!off.team_quota_partial_credit);
+  UsageLedger ledger4(0);
+  r = priority_pass(off, ledger4, in, kT0);
+  ck_assert(r.pending[0].borrowing);
+  ck_assert(near(r.pending[0].quota, 0));
+  // Only yes or no.
+  auto bad = parse_config("TeamQuotaPartialCredit=half\n", "mlsched.conf");
+  ck_assert(!bad.config.has_value());
+  ck_assert_contains(bad.errors.at(0), "TeamQuotaPartialCredit=half must be yes or no");
+}
+END_TEST
+
 START_TEST(a_job_larger_than_its_guarantee_closes_nothing) {
   // nlp is guaranteed 8 h100: a 16-GPU gang can never be within, so it must not
   // keep the team's small jobs out of the guarantee either.
@@ -1129,6 +1177,7 @@ Suite* priority_suite() {
   tcase_add_test(formula, attained_service_levels_follow_the_thresholds);
   tcase_add_test(formula, attained_service_ranks_a_team_s_fresh_jobs_first);
   tcase_add_test(formula, best_effort_queues_behind_non_preemptible_jobs);
+  tcase_add_test(formula, a_job_partly_within_its_guarantee_gets_the_share_within);
   suite_add_tcase(s, formula);
   TCase* config = tcase_create("config");
   tcase_add_test(config, priority_config_keys_are_typed);

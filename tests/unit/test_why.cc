@@ -824,20 +824,20 @@ START_TEST(reserved_unit_is_named_for_the_gang_the_kept_off_and_the_lent) {
   queued_gang.job_id = 812;
   queued_gang.gpus = 16;
   snap.pending = {queued_gang};
-  RunningJob full, part;
+  RunningJob full, half;
   full.job_id = 700;
   full.gpus_by_node = {{"gpu01", {0, 1, 2, 3, 4, 5, 6, 7}}};
   full.expected_end = 2800;
-  part.job_id = 701;
-  part.gpus_by_node = {{"gpu02", {0, 1, 2, 3, 4}}};
-  part.expected_end = 1600;
-  for (RunningJob* j : {&full, &part}) {
+  half.job_id = 701;
+  half.gpus_by_node = {{"gpu02", {0, 1, 2, 3, 4}}};
+  half.expected_end = 1600;
+  for (RunningJob* j : {&full, &half}) {
     j->preemption.job_id = j->job_id;
     j->preemption.preemptible = false;
     j->preemption.start_time = 300;
     for (const auto& [node, idx] : j->gpus_by_node) j->preemption.gpus_on_node[node] = idx.size();
   }
-  snap.running = {full, part};
+  snap.running = {full, half};
   firm.time_limit = 3600;
   rep = explain(firm, snap);
   k = find(rep, wait_reason::kKeptOffReservedUnit);
