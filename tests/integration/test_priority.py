@@ -276,6 +276,15 @@ def test_only_a_large_gang_keeps_its_team_guarantee(cluster, priority_conf):
     assert (f"team nlp holds 8 a100 of the 10 it is guaranteed; the rest is kept for its job {wide} (4 GPUs), "
             "queued before this one: no quota priority until that job starts") in res.out, res.out
 
+    # TeamQuotaPartialCredit (TeamQuotaKeptForGpus back at 16): 2 of the 4-GPU job's
+    # GPUs fit the 2 left, so it gets half the quota term and still borrows; the
+    # 1-GPU job is within the guarantee again.
+    priority_conf(*base, "TeamQuotaPartialCredit=yes")
+    f = wait_for(lambda: priced(lambda f: f[wide]["ASSOC"] == 5000 and f[small]["ASSOC"] == 10000),
+                 "nlp's 4-GPU job to get half the quota term, 2 of its 4 GPUs within the guarantee", timeout=30)
+    total = sum(f[wide][k] for k in ("SITE", "AGE", "ASSOC", "FAIRSHARE", "JOBSIZE", "PARTITION", "QOS"))
+    assert abs(f[wide]["PRIORITY"] - total) <= 7, f          # each printed term is rounded
+
 
 def borrowing_mark(cluster, job):
     """The `borrowing=` token in mlsched's part of the job's admin comment, as
