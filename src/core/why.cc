@@ -428,11 +428,18 @@ void explain_team(const JobFacts& job, const Snapshot& snap, const std::vector<s
     t.job_borrows = would_borrow(t.holds, need, t.guaranteed);
     if (t.job_borrows && job.state == "PENDING") {
       const std::string type = t.gpu_type.empty() ? std::string("GPUs") : t.gpu_type;
+      // TeamQuotaPartialCredit: the share of its GPUs still within the guarantee.
+      const uint32_t within = t.guaranteed > t.holds ? std::min(need, t.guaranteed - t.holds) : 0;
+      const std::string priority =
+          snap.config.team_quota_partial_credit && within > 0
+              ? std::to_string(within) + " of them fit the guarantee, so the quota term is " +
+                    std::to_string(within) + "/" + std::to_string(need) + " of PriorityWeightQuota (TeamQuotaPartialCredit)"
+              : std::string("no quota priority");
       rep.findings.push_back(
           {wr::kTeamBeyondQuota,
            "team " + t.team + " holds " + std::to_string(t.holds) + " " + type + " of the " +
                std::to_string(t.guaranteed) + " it is guaranteed; this job's " + std::to_string(need) +
-               " would be borrowed: no quota priority, and preemptible by a team within its quota" +
+               " would be borrowed: " + priority + ", and preemptible by a team within its quota" +
                (t.best_effort_rule ? std::string("; as it is not preemptible it may still preempt a preemptible job "
                                                  "whose team stays at least as far beyond its guarantee "
                                                  "(PreemptForNonPreemptible)")

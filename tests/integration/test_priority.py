@@ -284,6 +284,10 @@ def test_only_a_large_gang_keeps_its_team_guarantee(cluster, priority_conf):
                  "nlp's 4-GPU job to get half the quota term, 2 of its 4 GPUs within the guarantee", timeout=30)
     total = sum(f[wide][k] for k in ("SITE", "AGE", "ASSOC", "FAIRSHARE", "JOBSIZE", "PARTITION", "QOS"))
     assert abs(f[wide]["PRIORITY"] - total) <= 7, f          # each printed term is rounded
+    res = cluster.run([str(TOOL), "why", str(wide)], user=BOB)
+    assert res.rc == 0, res
+    assert ("this job's 4 would be borrowed: 2 of them fit the guarantee, so the quota term is 2/4 of "
+            "PriorityWeightQuota (TeamQuotaPartialCredit)") in res.out, res.out
 
 
 def borrowing_mark(cluster, job):

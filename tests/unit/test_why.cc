@@ -335,6 +335,17 @@ START_TEST(quota_and_fair_share_behind_another_team) {
   const Finding* q = find(r, wait_reason::kTeamBeyondQuota);
   ck_assert_msg(q, "no quota finding");
   ck_assert_contains(q->message, "team nlp holds 8 a100 of the 0 it is guaranteed; this job's 8 would be borrowed");
+  ck_assert_contains(q->message, "would be borrowed: no quota priority, and preemptible");
+  {
+    // TeamQuotaPartialCredit, with 10 a100 guaranteed: 2 of the 8 fit.
+    Snapshot partial = snap;
+    partial.config.team_quota_partial_credit = true;
+    partial.teams["nlp"].guaranteed["a100"] = 10;
+    const Finding* p = find(explain(job, partial), wait_reason::kTeamBeyondQuota);
+    ck_assert_msg(p, "no quota finding with partial credit");
+    ck_assert_contains(p->message, "this job's 8 would be borrowed: 2 of them fit the guarantee, so the quota term is "
+                                   "2/8 of PriorityWeightQuota (TeamQuotaPartialCredit)");
+  }
   const Finding* f = find(r, wait_reason::kTeamFairShareBehind);
   ck_assert_msg(f, "no fair-share finding");
   ck_assert_contains(f->message, "team nlp has had 60.0% of recent GPU-time for a 25.0% entitlement (fair-share factor 0.189)");
