@@ -49,7 +49,8 @@ const std::vector<WaitReasonDoc>& wait_reason_docs() {
        "the job's team has had more of the cluster's recent GPU-time, for its entitlement, than the teams whose "
        "jobs come first (sshare's numbers)"},
       {wr::kTeamBeyondQuota,
-       "starting the job would take its team beyond its guaranteed GPUs of that type: it gets no quota priority, "
+       "starting the job would take its team beyond its guaranteed GPUs of that type: it gets no quota priority "
+       "(TeamQuotaPartialCredit: the share of its GPUs that fit), "
        "and once running it borrows GPUs that a team within its quota may reclaim"},
       {wr::kTeamQuotaKeptForEarlierJob,
        "the job would fit its team's guarantee now, but the team's earlier pending job that needs more of it comes "
