@@ -603,7 +603,8 @@ int64_t unit_ready_time(const HeldReservation& held, const mlsched::Config& conf
     while (auto* job_ptr = static_cast<job_record_t*>(list_next(it))) {
       if ((!IS_JOB_RUNNING(job_ptr) && !IS_JOB_SUSPENDED(job_ptr)) || !job_ptr->node_bitmap) continue;
       bool there = false;
-      for (int64_t i : held.node_index) there = there || (i < bit_size(job_ptr->node_bitmap) && bit_test(job_ptr->node_bitmap, i));
+      for (int64_t i : held.node_index)
+        there = there || (i < bit_size(job_ptr->node_bitmap) && bit_test(job_ptr->node_bitmap, i));
       if (!there) continue;
       const mlsched::PreemptCandidate view = mlsched::plugin::running_view(job_ptr, config);
       mlsched::UnitHolder h;
