@@ -220,10 +220,13 @@ bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, c
   return false;
 }
 
-int64_t reserved_unit_ready(uint32_t gang_gpus, uint32_t unit_gpus, std::vector<UnitHolder> holders, int64_t now) {
+int64_t reserved_unit_ready(uint32_t gang_gpus, uint32_t unit_gpus, int64_t since, std::vector<UnitHolder> holders,
+                            int64_t now) {
   if (unit_gpus < gang_gpus) return now;
-  // Lent GPUs count as free: the gang preempts their jobs once nothing else is left.
-  holders.erase(std::remove_if(holders.begin(), holders.end(), [](const UnitHolder& h) { return h.lent || h.gpus == 0; }),
+  // Lent GPUs count as free (the gang preempts their jobs once nothing else is left),
+  // and so do those of jobs that started after the reservation (see preempt.h).
+  holders.erase(std::remove_if(holders.begin(), holders.end(),
+                               [&](const UnitHolder& h) { return h.lent || h.gpus == 0 || h.start_time >= since; }),
                 holders.end());
   uint64_t held = 0;
   for (const auto& h : holders) held += h.gpus;

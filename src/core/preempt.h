@@ -83,18 +83,25 @@ bool may_borrow_reserved_gpus(const PreemptCandidate& job, const Config& config)
 bool lent_reserved_gpus(const GangReservation& r, const PreemptCandidate& job, const Config& config);
 // A job holding GPUs on a reserved unit, as the unit's ready time sees it.
 struct UnitHolder {
-  uint32_t gpus = 0;     // GPUs it holds on the unit's nodes
-  int64_t end_time = 0;  // when its time limit ends; 0 = no end known
-  bool lent = false;     // lent_reserved_gpus: the gang takes them back when it starts
+  uint32_t gpus = 0;       // GPUs it holds on the unit's nodes
+  int64_t start_time = 0;  // of its current run
+  int64_t end_time = 0;    // when its time limit ends; 0 = no end known
+  bool lent = false;       // lent_reserved_gpus: the gang takes them back when it starts
 };
-// The earliest the unit can hold the gang if every job there that keeps its GPUs runs
-// to its time limit: the first time those jobs' GPUs leave `gang_gpus` of the unit's
-// `unit_gpus` usable GPUs free. Which GPUs inside the nodes the gang needs can only
-// make it later, so a job whose time limit ends by then does not delay the gang: the
-// promise stock backfill makes to the job it reserves for. `now` (nothing fits before
-// it) when the gang could start at once, when a job it must wait for has no end, and
-// when the unit has too few usable GPUs for the gang (a node is down).
-int64_t reserved_unit_ready(uint32_t gang_gpus, uint32_t unit_gpus, std::vector<UnitHolder> holders, int64_t now);
+// The earliest the unit can hold the gang if every job that held GPUs there when the
+// gang reserved it (at `since`), and keeps them, runs to its time limit: the first
+// time those jobs' GPUs leave `gang_gpus` of the unit's `unit_gpus` usable GPUs free.
+// Which GPUs inside the nodes the gang needs can only make it later, so a job whose
+// time limit ends by then does not delay the gang past it: the promise stock backfill
+// makes to the job it reserves for. Jobs that started there later (lent GPUs, or let
+// in by this rule) are not waited for: time limits are often several times the run
+// time, and if each job let in moved the time on, the next shorter one would be let in
+// after it, and the gang would wait on that chain rather than on the jobs it found
+// there. `now` (nothing fits before it) when the gang could start at once, when a job
+// it must wait for has no end, and when the unit has too few usable GPUs for the gang
+// (a node is down).
+int64_t reserved_unit_ready(uint32_t gang_gpus, uint32_t unit_gpus, int64_t since, std::vector<UnitHolder> holders,
+                            int64_t now);
 // A job that cannot give GPUs back may still run on the unit when it starts at `start`
 // and its time limit (`time_limit` seconds; 0 = none) ends by the unit's `ready` time.
 bool ends_before_unit_ready(int64_t start, uint64_t time_limit, int64_t ready);

@@ -823,12 +823,13 @@ int64_t reserved_unit_ready(const GangReservation& r, const Snapshot& snap) {
     UnitHolder h;
     for (const auto& [node, n] : rj.preemption.gpus_on_node) h.gpus += on_unit(node) ? n : 0;
     if (h.gpus == 0) continue;
+    h.start_time = rj.preemption.start_time;
     h.end_time = rj.expected_end;
     h.lent = lent_reserved_gpus(r, rj.preemption, snap.config);
     holders.push_back(h);
   }
   if (gang_gpus == 0) return snap.now;
-  return mlsched::reserved_unit_ready(gang_gpus, unit_gpus, std::move(holders), snap.now);
+  return mlsched::reserved_unit_ready(gang_gpus, unit_gpus, r.since, std::move(holders), snap.now);
 }
 
 // Large gangs' reservations (ReserveForGangGpus, preempt.h): the gang waits for its

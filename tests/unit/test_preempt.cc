@@ -651,36 +651,48 @@ START_TEST(jobs_lent_reserved_gpus_give_them_back_to_the_gang) {
 }
 END_TEST
 
-// A gang reserved two 8-GPU nodes. Jobs that keep their GPUs there end at +600 s
-// (8 GPUs), +1200 s (4) and +1800 s (2); a lent job holds the other 2.
+// A gang reserved two 8-GPU nodes at kNow - 600. Jobs that were there then and keep
+// their GPUs end at +600 s (8 GPUs), +1200 s (4) and +1800 s (2); a lent job holds the
+// other 2.
 START_TEST(a_job_that_ends_before_the_unit_can_hold_the_gang_may_run_there) {
+  const int64_t kSince = kNow - 600, kBefore = kNow - 900;
   const std::vector<UnitHolder> held = {
-      {2, kNow + 1800, false}, {8, kNow + 600, false}, {4, kNow + 1200, false}, {2, kNow + 7200, true}};
+      {2, kBefore, kNow + 1800, false}, {8, kBefore, kNow + 600, false}, {4, kBefore, kNow + 1200, false},
+      {2, kNow - 60, kNow + 7200, true}};
   // A 16-GPU gang needs all three gone: the last ends at +1800. The lent job's end
   // does not count (the gang takes its GPUs back).
-  ck_assert_int_eq(reserved_unit_ready(16, 16, held, kNow), kNow + 1800);
+  ck_assert_int_eq(reserved_unit_ready(16, 16, kSince, held, kNow), kNow + 1800);
   // A 12-GPU gang needs the first two gone (2 + 8 + 4 free at +1200)...
-  ck_assert_int_eq(reserved_unit_ready(12, 16, held, kNow), kNow + 1200);
+  ck_assert_int_eq(reserved_unit_ready(12, 16, kSince, held, kNow), kNow + 1200);
   // ...a 4-GPU one only the first (2 + 8 at +600)...
-  ck_assert_int_eq(reserved_unit_ready(4, 16, held, kNow), kNow + 600);
+  ck_assert_int_eq(reserved_unit_ready(4, 16, kSince, held, kNow), kNow + 600);
   // ...and a 2-GPU one has room now: nothing may run there before it.
-  ck_assert_int_eq(reserved_unit_ready(2, 16, held, kNow), kNow);
-  ck_assert_int_eq(reserved_unit_ready(16, 16, {}, kNow), kNow);
+  ck_assert_int_eq(reserved_unit_ready(2, 16, kSince, held, kNow), kNow);
+  ck_assert_int_eq(reserved_unit_ready(16, 16, kSince, {}, kNow), kNow);
   // A node down (only 8 usable GPUs for 16), or a job it waits for without an end: unknown.
-  ck_assert_int_eq(reserved_unit_ready(16, 8, held, kNow), kNow);
-  ck_assert_int_eq(reserved_unit_ready(16, 16, {{8, kNow + 600, false}, {8, 0, false}}, kNow), kNow);
+  ck_assert_int_eq(reserved_unit_ready(16, 8, kSince, held, kNow), kNow);
+  const std::vector<UnitHolder> endless = {{8, kBefore, kNow + 600, false}, {8, kBefore, 0, false}};
+  ck_assert_int_eq(reserved_unit_ready(16, 16, kSince, endless, kNow), kNow);
   // ...but one without an end that the gang need not wait for changes nothing.
-  ck_assert_int_eq(reserved_unit_ready(8, 16, {{8, kNow + 600, false}, {4, 0, false}}, kNow), kNow + 600);
+  const std::vector<UnitHolder> aside = {{8, kBefore, kNow + 600, false}, {4, kBefore, 0, false}};
+  ck_assert_int_eq(reserved_unit_ready(8, 16, kSince, aside, kNow), kNow + 600);
 
   // A non-preemptible job with a 10-minute limit fits before +1800 (and ends by it exactly
   // from +1200); one with 30 minutes, or none, does not.
-  const int64_t ready = reserved_unit_ready(16, 16, held, kNow);
+  const int64_t ready = reserved_unit_ready(16, 16, kSince, held, kNow);
   ck_assert(ends_before_unit_ready(kNow, 600, ready));
   ck_assert(ends_before_unit_ready(kNow + 1200, 600, ready));
   ck_assert(!ends_before_unit_ready(kNow + 1201, 600, ready));
   ck_assert(!ends_before_unit_ready(kNow, 1801, ready));
   ck_assert(!ends_before_unit_ready(kNow, 0, ready));
-  ck_assert(!ends_before_unit_ready(kNow, 60, reserved_unit_ready(2, 16, held, kNow)));
+  ck_assert(!ends_before_unit_ready(kNow, 60, reserved_unit_ready(2, 16, kSince, held, kNow)));
+
+  // A job let in after the reservation (its limit ended by then) is not waited for:
+  // with the 2-GPU job that ends at +1800 gone, a later one holding GPUs until +1700
+  // does not move the time on, so no shorter job is let in behind it.
+  const std::vector<UnitHolder> chain = {
+      {8, kBefore, kNow + 600, false}, {4, kBefore, kNow + 1200, false}, {2, kNow - 60, kNow + 1700, false}};
+  ck_assert_int_eq(reserved_unit_ready(16, 16, kSince, chain, kNow), kNow + 1200);
 }
 END_TEST
 

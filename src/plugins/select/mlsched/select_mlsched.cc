@@ -610,12 +610,13 @@ int64_t unit_ready_time(const HeldReservation& held, const mlsched::Config& conf
       mlsched::UnitHolder h;
       for (const auto& node : r.nodes)
         if (auto g = view.gpus_on_node.find(node); g != view.gpus_on_node.end()) h.gpus += g->second;
+      h.start_time = job_ptr->start_time;
       h.end_time = job_ptr->end_time;
       h.lent = mlsched::lent_reserved_gpus(r, view, config);
       holders.push_back(h);
     }
     list_iterator_destroy(it);
-    ready = mlsched::reserved_unit_ready(gang_gpus, unit_gpus, std::move(holders), now);
+    ready = mlsched::reserved_unit_ready(gang_gpus, unit_gpus, r.since, std::move(holders), now);
   }
   std::lock_guard<std::mutex> lock(g_reservation_mutex);
   if (g_reservation && g_reservation->reservation.job_id == r.job_id) {
