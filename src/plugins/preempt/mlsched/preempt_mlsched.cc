@@ -360,7 +360,8 @@ void record_preemption(job_record_t* job_ptr) {
         if (v == job_ptr->job_id) preemptor = by;
   }
   const auto cfg = config();
-  const mlsched::PreemptCandidate victim = seen ? *seen : mlsched::plugin::running_view(job_ptr, cfg ? *cfg : mlsched::Config{});
+  const mlsched::PreemptCandidate victim =
+      seen ? *seen : mlsched::plugin::running_view(job_ptr, cfg ? *cfg : mlsched::Config{});
   const double lost = mlsched::lost_work(victim, now);
   const std::string after =
       mlsched::with_preemption_recorded(str(job_ptr->admin_comment), preemptor, now, lost);
