@@ -10,7 +10,9 @@ Inputs, all times in seconds since the replay started:
   "done_start", "saved", "preempted", "gpus"}] one per trainer start.
 """
 
+import datetime
 import math
+import re
 
 SIZE_CLASSES = (("1", 1, 1), ("2-8", 2, 8), ("16+", 16, 10 ** 9))
 FINISHED = ("COMPLETED",)
@@ -444,3 +446,72 @@ def preemption_losses(segments):
             continue
         lost += s["gpus"] * max(0.0, (s["end"] - s["start"]) - kept)
     return count, lost
+
+
+# select/mlsched's log lines when a large gang reserves its unit and when the
+# reservation ends (src/plugins/select/mlsched: maybe_reserve, reservation_now).
+_RESERVES = re.compile(r"^\[(?P<ts>[0-9T:.-]+)\] select/mlsched: JobId=(?P<job>\d+)\S* \((?P<gpus>\d+) GPUs, "
+                       r"eligible for -?\d+ s\) reserves (?P<nodes>\S+?):")
+_RESERVATION_ENDS = re.compile(r"^\[(?P<ts>[0-9T:.-]+)\] select/mlsched: JobId=(?P<job>\d+)\S* no longer waits: "
+                               r"its reservation of (?P<nodes>\S+) ends")
+
+
+def _log_time(ts):
+    """slurmctld's default log time (ISO 8601 with milliseconds, local time) as a Unix time."""
+    fmt = "%Y-%m-%dT%H:%M:%S.%f" if "." in ts else "%Y-%m-%dT%H:%M:%S"
+    return datetime.datetime.strptime(ts, fmt).timestamp()
+
+
+def gang_reservations(lines, t0, expand):
+    """The large gangs' reservations, from slurmctld's log lines: [{"job", "gpus",
+    "nodes", "since", "end"}], times in seconds since t0 (end None: still held when
+    the log ends). `expand` turns a Slurm hostlist into node names."""
+    out, open_by_job = [], {}
+    for line in lines:
+        m = _RESERVES.match(line)
+        if m:
+            r = {"job": m["job"], "gpus": int(m["gpus"]), "nodes": expand(m["nodes"]),
+                 "since": _log_time(m["ts"]) - t0, "end": None}
+            out.append(r)
+            open_by_job[m["job"]] = r
+            continue
+        m = _RESERVATION_ENDS.match(line)
+        if m and m["job"] in open_by_job:
+            open_by_job.pop(m["job"])["end"] = _log_time(m["ts"]) - t0
+    return out
+
+
+def reserved_unit_use(topo, reservations, segments, best_effort_of, t_end):
+    """What the reserved units held while their gangs waited: GPU-seconds of jobs that
+    can give GPUs back (preemptible: lent) and of jobs that cannot (there before the
+    reservation, or let in because their time limit ended by the unit's ready time),
+    the jobs of each kind that started there meanwhile, and the unit's idle GPU-seconds.
+    A run's own gang is not counted on its unit."""
+    out = {"reservations": len(reservations), "seconds": 0.0, "unit_gpu_seconds": 0.0,
+           "preemptible_gpu_seconds": 0.0, "not_preemptible_gpu_seconds": 0.0,
+           "preemptible_started": 0, "not_preemptible_started": 0, "idle_gpu_seconds": 0.0}
+    for r in reservations:
+        lo = r["since"]
+        hi = r["end"] if r["end"] is not None else t_end
+        if hi <= lo:
+            continue
+        nodes = set(r["nodes"])
+        unit = sum(topo.nodes[n]["gpus"] for n in nodes if n in topo.nodes)
+        used = 0.0
+        for s in segments:
+            if s.get("job") == r["job"]:
+                continue
+            on_unit = sum(len(idx) for node, idx in s["alloc"].items() if node in nodes)
+            held_to = max(s["end"], s.get("release") or s["end"])
+            overlap = min(hi, held_to) - max(lo, s["start"])
+            if not on_unit or overlap <= 0:
+                continue
+            kind = "preemptible" if best_effort_of(s["name"]) else "not_preemptible"
+            out[kind + "_gpu_seconds"] += on_unit * overlap
+            used += on_unit * overlap
+            if lo <= s["start"] < hi:
+                out[kind + "_started"] += 1
+        out["seconds"] += hi - lo
+        out["unit_gpu_seconds"] += unit * (hi - lo)
+        out["idle_gpu_seconds"] += max(0.0, unit * (hi - lo) - used)
+    return out

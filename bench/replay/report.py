@@ -268,6 +268,14 @@ def run_table(res):
             fmt(d["gang_wait_idle_gpu_seconds"], 0), fmt(d["gang_wait_seconds"], 0),
             fmt(d["gang_wait_idle_gpu_seconds"] / d["gang_wait_seconds"] if d["gang_wait_seconds"] else None))
         row("GPUs idle on their types while 16+ GPU jobs waited", idle(s), idle(m))
+    if "reserved_units" in m:
+        u = m["reserved_units"]
+        share = lambda k: pct(u[k] / u["unit_gpu_seconds"]) if u["unit_gpu_seconds"] else "-"
+        row("large gangs' reservations (select/mlsched's log): units held while their gangs waited", "-",
+            "%d, %s s; of their GPU-seconds: preemptible jobs %s (%d started there), not preemptible %s "
+            "(%d started there: limit ended by the ready time), idle %s" % (
+                u["reservations"], fmt(u["seconds"], 0), share("preemptible_gpu_seconds"), u["preemptible_started"],
+                share("not_preemptible_gpu_seconds"), u["not_preemptible_started"], share("idle_gpu_seconds")))
     if "small_wait_gang_gpu_seconds" in s:
         held = lambda d: "%s GPU-s over %s s (%s held on average)" % (
             fmt(d["small_wait_gang_gpu_seconds"], 0), fmt(d["small_wait_seconds"], 0),

@@ -366,3 +366,37 @@ def test_ideal_gang_over_small_is_the_ratio_of_the_classes_p95_waits():
     # No 16+ GPU job that finished in the run: no ratio.
     done["r3"]["jct"] = None
     assert metrics.ideal_gang_over_small(jobs, topo, done) == {"fifo": None, "sjf": None}
+
+
+def test_reservations_are_read_from_the_controllers_log_and_their_units_use_counted():
+    topo = topology.Topology.from_shape(SHAPE)
+    t0 = metrics._log_time("2026-12-07T10:00:00.000")
+    lines = [
+        "[2026-12-07T10:00:05.500] sched: Allocate JobId=7 NodeList=gpu01 #CPUs=1 Partition=gpu\n",
+        "[2026-12-07T10:00:10.000] select/mlsched: JobId=40 (16 GPUs, eligible for 130 s) reserves gpu[01-02]: "
+        "GPUs freed there go only to preemptible jobs until it starts\n",
+        "[2026-12-07T10:01:50.000] select/mlsched: JobId=40 no longer waits: its reservation of gpu[01-02] ends\n",
+        "[2026-12-07T10:02:00.000] select/mlsched: JobId=41 (32 GPUs, eligible for 200 s) reserves gpu[03-06]: "
+        "GPUs freed there go only to preemptible jobs until it starts\n",
+    ]
+    res = metrics.gang_reservations(lines, t0, topology.expand_hostlist)
+    assert res == [{"job": "40", "gpus": 16, "nodes": ["gpu01", "gpu02"], "since": 10.0, "end": 110.0},
+                   {"job": "41", "gpus": 32, "nodes": ["gpu03", "gpu04", "gpu05", "gpu06"], "since": 120.0,
+                    "end": None}]
+    seg = lambda job, name, alloc, start, end: {"job": job, "name": name, "alloc": alloc, "start": start, "end": end}
+    segments = [
+        seg("1", "np-before", {"gpu01": [0, 1, 2, 3]}, 0, 60),     # there before: 4 GPUs x 50 s in the window
+        seg("2", "np-let-in", {"gpu02": [0, 1]}, 70, 100),         # started meanwhile, not preemptible: 2 x 30
+        seg("3", "lent", {"gpu01": [4, 5], "gpu09": [0]}, 20, 200),  # preemptible, started meanwhile, 2 GPUs on the unit: 2 x 90
+        seg("4", "elsewhere", {"gpu09": [1, 2]}, 0, 300),           # off the unit: not counted
+        seg("40", "gang", {"gpu01": list(range(8)), "gpu02": list(range(8))}, 110, 400),  # the gang itself
+    ]
+    best_effort = {"np-before": False, "np-let-in": False, "lent": True, "elsewhere": False, "gang": False}.get
+    u = metrics.reserved_unit_use(topo, res[:1], segments, best_effort, 500)
+    assert u == {"reservations": 1, "seconds": 100.0, "unit_gpu_seconds": 1600.0,
+                 "preemptible_gpu_seconds": 180.0, "not_preemptible_gpu_seconds": 260.0,
+                 "preemptible_started": 1, "not_preemptible_started": 1, "idle_gpu_seconds": 1160.0}
+    # A reservation still held when the log ends runs to the end of the run.
+    u = metrics.reserved_unit_use(topo, res, segments, best_effort, 500)
+    assert u["reservations"] == 2 and u["seconds"] == 100.0 + 380.0
+    assert u["unit_gpu_seconds"] == 1600.0 + 32 * 380.0
