@@ -389,6 +389,77 @@ def gangs_held_while_small_wait(topo, segments, attempts, gpu_types_of, t_end, d
     return held, seconds
 
 
+WAITED_BEHIND = ("idle", "idle_reserved", "preemptible", "lent", "not_preemptible")
+
+
+def what_small_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_effort_of, reservations, t_end, dt):
+    """What held the GPUs while 1-GPU jobs that may not be preempted waited. At each
+    sample time t = 0, dt, ... inside each of their waits, the first that holds for the
+    GPU types the job accepts: "idle" a GPU was free off any reserved unit (the job
+    waited on the scheduler or its priority); "idle_reserved" free GPUs only on a large
+    gang's reserved unit (kept off it); "preemptible" none free, and a preemptible job
+    held one off the reserved units; "lent" preemptible jobs held some only on reserved
+    units; "not_preemptible" jobs that may not be preempted held them all. Returns
+    wait-seconds per kind (WAITED_BEHIND). `reservations` as gang_reservations (end
+    None: to t_end)."""
+    out = {k: 0.0 for k in WAITED_BEHIND}
+    # A run holds its GPUs from Slurm's start (sacct), a second or two before the
+    # trainer reports in, to Slurm's end: the launch is not idle time.
+    slurm_starts = {}
+    for a in attempts:
+        if a["start"] is not None:
+            slurm_starts.setdefault(a["jobid"].split("_")[0], []).append(a["start"])
+    held = []
+    for s in segments:
+        starts = [t for t in slurm_starts.get(s.get("job"), []) if s["start"] - 10.0 <= t <= s["start"]]
+        held.append((max(starts) if starts else s["start"], max(s["end"], s.get("release") or s["end"]), s["alloc"],
+                     best_effort_of(s["name"])))
+    cache = {}
+
+    def state(k):
+        if k not in cache:
+            t = k * dt
+            reserved = set()
+            for r in reservations:
+                if r["since"] <= t < (r["end"] if r["end"] is not None else t_end):
+                    reserved.update(r["nodes"])
+            free = {n: set(range(info["gpus"])) for n, info in topo.nodes.items()}
+            lent_or_not = {}
+            for start, end, alloc, be in held:
+                if start <= t < end:
+                    for node, idx in alloc.items():
+                        free.get(node, set()).difference_update(idx)
+                        if be and node in topo.nodes:
+                            key = (topo.nodes[node]["gpu_type"], node in reserved)
+                            lent_or_not[key] = lent_or_not.get(key, 0) + len(idx)
+            by = {}
+            for n, f in free.items():
+                key = (topo.nodes[n]["gpu_type"], n in reserved)
+                by[key] = by.get(key, 0) + len(f)
+            cache[k] = (by, lent_or_not)
+        return cache[k]
+
+    for since, until, a in waits(attempts, t_end):
+        if a["gpus"] != 1 or best_effort_of(a["name"]):
+            continue
+        types = set(gpu_types_of(a["name"]))
+        for k in range(int(math.ceil(since / dt)), int(math.ceil(min(until, t_end) / dt))):
+            free, pre = state(k)
+            count = lambda d, on_unit: sum(v for (ty, r), v in d.items() if ty in types and r == on_unit)
+            if count(free, False):
+                kind = "idle"
+            elif count(free, True):
+                kind = "idle_reserved"
+            elif count(pre, False):
+                kind = "preemptible"
+            elif count(pre, True):
+                kind = "lent"
+            else:
+                kind = "not_preemptible"
+            out[kind] += dt
+    return out
+
+
 def _types_waited_for(intervals, t_end, dt):
     """(t, GPU types accepted by the waits holding t) at each sample time t = 0, dt, ...
     up to t_end at which at least one of the (since, until, types) intervals waits."""

@@ -268,6 +268,17 @@ def run_table(res):
             fmt(d["gang_wait_idle_gpu_seconds"], 0), fmt(d["gang_wait_seconds"], 0),
             fmt(d["gang_wait_idle_gpu_seconds"] / d["gang_wait_seconds"] if d["gang_wait_seconds"] else None))
         row("GPUs idle on their types while 16+ GPU jobs waited", idle(s), idle(m))
+    if "small_waited_behind" in s and "small_waited_behind" in m:
+        def behind(d):
+            w = d["small_waited_behind"]
+            total = sum(w.values())
+            if not total:
+                return "-"
+            return "%s s: a GPU idle %s, idle only on reserved units %s; none idle: a preemptible job held one %s, " \
+                   "preemptible jobs only on reserved units %s, jobs that may not be preempted held all %s" % (
+                       fmt(total, 0), pct(w["idle"] / total), pct(w["idle_reserved"] / total),
+                       pct(w["preemptible"] / total), pct(w["lent"] / total), pct(w["not_preemptible"] / total))
+        row("while 1-GPU jobs that may not be preempted waited, the GPUs of their types", behind(s), behind(m))
     if "reserved_units" in m:
         u = m["reserved_units"]
         share = lambda k: pct(u[k] / u["unit_gpu_seconds"]) if u["unit_gpu_seconds"] else "-"

@@ -400,3 +400,34 @@ def test_reservations_are_read_from_the_controllers_log_and_their_units_use_coun
     u = metrics.reserved_unit_use(topo, res, segments, best_effort, 500)
     assert u["reservations"] == 2 and u["seconds"] == 100.0 + 380.0
     assert u["unit_gpu_seconds"] == 1600.0 + 32 * 380.0
+
+
+def test_what_non_preemptible_small_jobs_waited_behind_is_split_by_who_held_their_type():
+    topo = topology.Topology.from_shape(SHAPE)
+    seg = lambda name, alloc, start, end: {"name": name, "alloc": alloc, "start": start, "end": end}
+    h100 = [n for n in sorted(topo.nodes) if topo.nodes[n]["gpu_type"] == "h100"]
+    full = lambda n: {n: list(range(8))}
+    # h100: every node full of jobs that may not be preempted from 0 to 100, but gpu01:
+    # free from 0 to 10, then a preemptible job on it from 10 to 100; a gang reserves
+    # gpu01 from 30 to 60 (its preemptible job is lent GPUs there); from 60 the
+    # reservation ends. gpu02's job is preemptible from 80 on (a new run).
+    segments = [seg("np-%s" % n, full(n), 0, 100) for n in h100 if n not in ("gpu01", "gpu02")]
+    segments += [seg("be-1", full("gpu01"), 10, 100), seg("np-2", full("gpu02"), 0, 80),
+                 seg("be-2", full("gpu02"), 80, 100)]
+    best_effort = lambda name: name.startswith("be") or name == "be-small"
+    reservations = [{"job": "99", "gpus": 16, "nodes": ["gpu01"], "since": 30.0, "end": 60.0}]
+    waiting = attempt("small", 0, 100, 150)               # waits 0-100 for an h100 GPU
+    other = attempt("be-small", 0, 100, 150)              # preemptible: not counted
+    w = metrics.what_small_jobs_waited_behind(topo, segments, [waiting, other], lambda name: ["h100"], best_effort,
+                                              reservations, 200, 1.0)
+    assert w == {"idle": 10.0, "idle_reserved": 0.0, "preemptible": 20.0 + 40.0, "lent": 30.0,
+                 "not_preemptible": 0.0}
+    # Without gpu01's and gpu02's preemptible jobs: all held by jobs that may not be preempted.
+    w = metrics.what_small_jobs_waited_behind(topo, [s for s in segments if not best_effort(s["name"])]
+                                              + [seg("np-1", full("gpu01"), 10, 100)], [waiting], lambda name: ["h100"],
+                                              best_effort, [], 200, 1.0)
+    assert w["not_preemptible"] == 70.0 and w["idle"] == 10.0 + 20.0
+    # A free GPU only on the reserved unit: the job was kept off it.
+    w = metrics.what_small_jobs_waited_behind(topo, [s for s in segments if s["name"] != "be-1"], [waiting],
+                                              lambda name: ["h100"], best_effort, reservations, 200, 1.0)
+    assert w["idle_reserved"] == 30.0 and w["idle"] == 30.0 + 40.0
