@@ -18,6 +18,26 @@ SIZE_CLASSES = (("1", 1, 1), ("2-8", 2, 8), ("16+", 16, 10 ** 9))
 FINISHED = ("COMPLETED",)
 
 
+def mean_jct_parts(logical, kind_of):
+    """Where a mean JCT comes from: for each kind of job (kind_of(name), e.g. size class
+    and whether it is preemptible), its finished jobs' JCT and wait summed and divided by
+    all finished jobs, so the parts add up to the mean JCT and mean wait, and two
+    clusters' difference splits by kind. {"size, preemptible|not preemptible": {"jct",
+    "wait", "finished", "jobs"}}."""
+    finished = [j for j in logical.values() if j["jct"] is not None]
+    parts = {}
+    for name, j in logical.items():
+        size, best_effort = kind_of(name)
+        key = "%s, %s" % (size, "preemptible" if best_effort else "not preemptible")
+        p = parts.setdefault(key, {"jct": 0.0, "wait": 0.0, "finished": 0, "jobs": 0})
+        p["jobs"] += 1
+        if j["jct"] is not None:
+            p["jct"] += j["jct"] / len(finished)
+            p["wait"] += (j["wait"] or 0.0) / len(finished)
+            p["finished"] += 1
+    return dict(sorted(parts.items()))
+
+
 def percentile(values, p):
     """Linear interpolation between closest ranks (numpy's default); None if empty."""
     vals = sorted(values)

@@ -8,6 +8,7 @@ import platform
 import shlex
 import subprocess
 
+import metrics
 import topology
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -236,6 +237,16 @@ def run_table(res):
         a, b = (x.get("wait_1gpu_by_kind", {}).get(kind) for x in (s, m))
         show = lambda w: "-" if not w else "%s / %s, %d" % (fmt(w["mean"]), fmt(w["p95"]), w["n"])
         row("wait, 1 GPU, %s: mean / p95 (s), n" % kind, show(a), show(b))
+    # The mean JCT split by kind of job: the parts add up to the mean, so the rows say
+    # which jobs make the difference between the two clusters.
+    sizes = [c for c, _, _ in metrics.SIZE_CLASSES]
+    for kind in sorted(set(s.get("mean_jct_parts", {})) | set(m.get("mean_jct_parts", {})),
+                       key=lambda k: (sizes.index(k.split(", ")[0]) if k.split(", ")[0] in sizes else 9, k)):
+        a, b = (x.get("mean_jct_parts", {}).get(kind) for x in (s, m))
+        show = lambda p: "-" if not p else "%s (wait %s), %d of %d finished" % (
+            fmt(p["jct"]), fmt(p["wait"]), p["finished"], p["jobs"])
+        size, what = kind.split(", ", 1)
+        row("part of the mean JCT (s): %s GPU%s, %s" % (size, "" if size == "1" else "s", what), show(a), show(b))
     row("longest wait of a 16+ GPU job (s); never started", "%s; %d" % (fmt(s["longest_large_wait"]), s["large_never_started"]),
         "%s; %d" % (fmt(m["longest_large_wait"]), m["large_never_started"]))
     row("mean GPUs allocated during submissions (bound: offered load)",

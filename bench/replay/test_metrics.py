@@ -431,3 +431,15 @@ def test_what_non_preemptible_small_jobs_waited_behind_is_split_by_who_held_thei
     w = metrics.what_small_jobs_waited_behind(topo, [s for s in segments if s["name"] != "be-1"], [waiting],
                                               lambda name: ["h100"], best_effort, reservations, 200, 1.0)
     assert w["idle_reserved"] == 30.0 and w["idle"] == 30.0 + 40.0
+
+
+def test_the_mean_jct_splits_into_parts_by_kind_of_job_that_add_up_to_it():
+    runs = [attempt("a", 0, 10, 30), attempt("b", 0, 0, 100, gpus=8), attempt("c", 5, 25, 45),
+            attempt("d", 0, 50, None, state="CANCELLED")]
+    logical = metrics.jobs_from_attempts(runs)
+    kind = {"a": ("1", False), "b": ("2-8", False), "c": ("1", True), "d": ("1", False)}.get
+    parts = metrics.mean_jct_parts(logical, kind)
+    assert parts == {"1, not preemptible": {"jct": 30 / 3, "wait": 10 / 3, "finished": 1, "jobs": 2},
+                     "1, preemptible": {"jct": 40 / 3, "wait": 20 / 3, "finished": 1, "jobs": 1},
+                     "2-8, not preemptible": {"jct": 100 / 3, "wait": 0.0, "finished": 1, "jobs": 1}}
+    assert abs(sum(p["jct"] for p in parts.values()) - metrics.summary(j["jct"] for j in logical.values())["mean"]) < 1e-9
