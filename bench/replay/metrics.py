@@ -18,6 +18,11 @@ SIZE_CLASSES = (("1", 1, 1), ("2-8", 2, 8), ("16+", 16, 10 ** 9))
 FINISHED = ("COMPLETED",)
 
 
+def gpu_types_of(job):
+    """The GPU types a replayed job (jobs.json) accepts."""
+    return ["h100", "a100"] if job["gpu_type"] == "any" else [job["gpu_type"]]
+
+
 def mean_jct_parts(logical, kind_of):
     """Where a mean JCT comes from: for each kind of job (kind_of(name), e.g. size class
     and whether it is preemptible), its finished jobs' JCT and wait summed and divided by
