@@ -577,6 +577,22 @@ def gang_reservations(lines, t0, expand):
     return out
 
 
+def reservations_until_start(reservations, attempts):
+    """The reservations with each one ended no later than its gang's next Slurm start:
+    select/mlsched logs the end at the next job test that looks, and when nothing is
+    left to test (the end of a run) it never does. The logged end is kept as
+    "logged_end"."""
+    out = []
+    for r in reservations:
+        starts = [a["start"] for a in attempts
+                  if a["jobid"].split("_")[0] == r["job"] and a["start"] is not None and a["start"] >= r["since"]]
+        c = dict(r, logged_end=r.get("logged_end", r["end"]))
+        if starts and (c["end"] is None or min(starts) < c["end"]):
+            c["end"] = min(starts)
+        out.append(c)
+    return out
+
+
 def reserved_unit_use(topo, reservations, segments, best_effort_of, t_end):
     """What the reserved units held while their gangs waited: GPU-seconds of jobs that
     can give GPUs back (preemptible: lent) and of jobs that cannot (there before the

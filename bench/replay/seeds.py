@@ -56,40 +56,36 @@ def with_ideal(run, r, topo):
 def with_explained(run, r, topo):
     """A run's results with the figures that say where its mean JCT comes from
     (mean_jct_parts, small_waited_behind, and mlsched's reserved_units where the run
-    kept mlsched-reservations.json), computed from its job list and records when it
-    was recorded before results.json carried them. The replay computes the same
-    figures with the same functions at the end of a run."""
-    missing = [side for side in ("stock", "mlsched")
-               if "mean_jct_parts" not in r[side] or "small_waited_behind" not in r[side]]
-    path = os.path.join(run, "mlsched-reservations.json")
-    kept = os.path.exists(path)
-    if kept and "reserved_units" not in r["mlsched"] and "mlsched" not in missing:
-        missing.append("mlsched")
-    if not missing:
+    kept mlsched-reservations.json), computed again from its job list and records:
+    the same functions the replay uses at the end of a run, so a rewritten report
+    uses their current definition, and runs recorded before them get them too."""
+    if not all(os.path.exists(os.path.join(run, "%s-records.json" % side)) for side in ("stock", "mlsched")):
         return r
     with open(os.path.join(run, "jobs.json")) as f:
         jobs = {"r%d" % j["n"]: j for j in json.load(f)["jobs"]}
-    reservations = []
+    path = os.path.join(run, "mlsched-reservations.json")
+    kept = os.path.exists(path)
+    logged = []
     if kept:
         with open(path) as f:
-            reservations = json.load(f)
+            logged = json.load(f)
     best_effort = lambda name: jobs.get(name, {}).get("best_effort", False)
-    for side in missing:
+    for side in ("stock", "mlsched"):
         with open(os.path.join(run, "%s-records.json" % side)) as f:
             records = json.load(f)
         logical = metrics.jobs_from_attempts(records["attempts"])
         # The run's length; a results.json without it ends with the last release.
         t_end = r.get("t_run") or max([s.get("release") or s["end"] for s in records["segments"]] or [0.0])
+        reservations = metrics.reservations_until_start(logged, records["attempts"]) if side == "mlsched" else []
         x = r[side]
-        x.setdefault("mean_jct_parts", metrics.mean_jct_parts(
-            logical, lambda name: (metrics.size_class(jobs[name]["gpus"]), best_effort(name))))
-        own = reservations if side == "mlsched" else []
-        x.setdefault("small_waited_behind", metrics.what_small_jobs_waited_behind(
+        x["mean_jct_parts"] = metrics.mean_jct_parts(
+            logical, lambda name: (metrics.size_class(jobs[name]["gpus"]), best_effort(name)))
+        x["small_waited_behind"] = metrics.what_small_jobs_waited_behind(
             topo, records["segments"], records["attempts"], lambda name: metrics.gpu_types_of(jobs[name]),
-            best_effort, own, t_end, 2.0))
+            best_effort, reservations, t_end, 2.0)
         if side == "mlsched" and kept:
-            x.setdefault("reserved_units", metrics.reserved_unit_use(topo, reservations, records["segments"],
-                                                                     best_effort, t_end))
+            x["reserved_units"] = metrics.reserved_unit_use(topo, reservations, records["segments"], best_effort,
+                                                            t_end)
     return r
 
 

@@ -443,3 +443,16 @@ def test_the_mean_jct_splits_into_parts_by_kind_of_job_that_add_up_to_it():
                      "1, preemptible": {"jct": 40 / 3, "wait": 20 / 3, "finished": 1, "jobs": 1},
                      "2-8, not preemptible": {"jct": 100 / 3, "wait": 0.0, "finished": 1, "jobs": 1}}
     assert abs(sum(p["jct"] for p in parts.values()) - metrics.summary(j["jct"] for j in logical.values())["mean"]) < 1e-9
+
+
+def test_a_reservation_ends_when_its_gang_starts_even_if_the_log_says_nothing():
+    res = [{"job": "40", "gpus": 16, "nodes": ["gpu01", "gpu02"], "since": 10.0, "end": None},
+           {"job": "41", "gpus": 16, "nodes": ["gpu03", "gpu04"], "since": 20.0, "end": 90.0},
+           {"job": "42", "gpus": 16, "nodes": ["gpu05", "gpu06"], "since": 30.0, "end": 50.0}]
+    runs = [attempt("g40", 0, 5, 8, jobid="40"),        # an earlier run, before the reservation
+            attempt("g40", 0, 70, 200, jobid="40"),
+            attempt("g41", 0, 80, 100, jobid="41"),       # logged end 10 s after the start
+            attempt("g42", 0, 60, 100, jobid="42")]       # logged end before the start: kept
+    out = metrics.reservations_until_start(res, runs)
+    assert [(r["end"], r["logged_end"]) for r in out] == [(70, None), (80, 90.0), (50.0, 50.0)]
+    assert res[0]["end"] is None    # the input is not changed
