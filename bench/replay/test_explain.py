@@ -2,16 +2,15 @@
     python3 -m pytest -q bench/replay/test_explain.py
 """
 
-import importlib.machinery
-import importlib.util
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_loader = importlib.machinery.SourceFileLoader("explain", os.path.join(HERE, "explain"))
-_spec = importlib.util.spec_from_loader("explain", _loader)
-explain = importlib.util.module_from_spec(_spec)
-_loader.exec_module(explain)
+sys.path.insert(0, HERE)
+import scripts  # noqa: E402
+
+explain = scripts.load("explain")
 
 
 def test_parts_of_the_mean_and_what_a_waiting_job_waited_behind(tmp_path):

@@ -2,16 +2,15 @@
     python3 -m pytest -q bench/replay/test_gang_quota.py
 """
 
-import importlib.machinery
-import importlib.util
 import json
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_loader = importlib.machinery.SourceFileLoader("gang_quota", os.path.join(HERE, "gang_quota"))
-_spec = importlib.util.spec_from_loader("gang_quota", _loader)
-gang_quota = importlib.util.module_from_spec(_spec)
-_loader.exec_module(gang_quota)
+sys.path.insert(0, HERE)
+import scripts  # noqa: E402
+
+gang_quota = scripts.load("gang_quota")
 
 
 def seg(name, start, release, alloc, gpus):

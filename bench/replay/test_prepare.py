@@ -3,18 +3,16 @@ synthetic trace (no cluster, no ../shared needed):
     python3 -m pytest -q bench/replay/test_prepare.py
 """
 
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_loader = importlib.machinery.SourceFileLoader("prepare", os.path.join(HERE, "prepare"))
-_spec = importlib.util.spec_from_loader("prepare", _loader)
-prepare = importlib.util.module_from_spec(_spec)
-_loader.exec_module(prepare)
+sys.path.insert(0, HERE)
+import scripts  # noqa: E402
+
+prepare = scripts.load("prepare")
 
 
 def job(n, submit, gpus, duration=600.0):

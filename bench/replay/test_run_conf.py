@@ -3,15 +3,14 @@
 """
 
 import argparse
-import importlib.machinery
-import importlib.util
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-_loader = importlib.machinery.SourceFileLoader("replay_run", os.path.join(HERE, "run"))
-_spec = importlib.util.spec_from_loader("replay_run", _loader)
-run = importlib.util.module_from_spec(_spec)
-_loader.exec_module(run)
+sys.path.insert(0, HERE)
+import scripts  # noqa: E402
+
+run = scripts.load("run", "replay_run")
 
 
 def settings(lines):
