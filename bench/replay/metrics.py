@@ -23,6 +23,13 @@ def gpu_types_of(job):
     return ["h100", "a100"] if job["gpu_type"] == "any" else [job["gpu_type"]]
 
 
+def part_order(key):
+    """Sort key of mean_jct_parts' keys: size class as in SIZE_CLASSES, then the rest."""
+    sizes = [c for c, _, _ in SIZE_CLASSES]
+    size = key.split(", ")[0]
+    return (sizes.index(size) if size in sizes else len(sizes), key)
+
+
 def mean_jct_parts(logical, kind_of):
     """Where a mean JCT comes from: for each kind of job (kind_of(name), e.g. size class
     and whether it is preemptible), its finished jobs' JCT and wait summed and divided by
@@ -449,19 +456,19 @@ def what_small_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_e
                 if r["since"] <= t < (r["end"] if r["end"] is not None else t_end):
                     reserved.update(r["nodes"])
             free = {n: set(range(info["gpus"])) for n, info in topo.nodes.items()}
-            lent_or_not = {}
+            preemptible_held = {}
             for start, end, alloc, be in held:
                 if start <= t < end:
                     for node, idx in alloc.items():
                         free.get(node, set()).difference_update(idx)
                         if be and node in topo.nodes:
                             key = (topo.nodes[node]["gpu_type"], node in reserved)
-                            lent_or_not[key] = lent_or_not.get(key, 0) + len(idx)
+                            preemptible_held[key] = preemptible_held.get(key, 0) + len(idx)
             by = {}
             for n, f in free.items():
                 key = (topo.nodes[n]["gpu_type"], n in reserved)
                 by[key] = by.get(key, 0) + len(f)
-            cache[k] = (by, lent_or_not)
+            cache[k] = (by, preemptible_held)
         return cache[k]
 
     for since, until, a in waits(attempts, t_end):

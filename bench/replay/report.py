@@ -239,9 +239,7 @@ def run_table(res):
         row("wait, 1 GPU, %s: mean / p95 (s), n" % kind, show(a), show(b))
     # The mean JCT split by kind of job: the parts add up to the mean, so the rows say
     # which jobs make the difference between the two clusters.
-    sizes = [c for c, _, _ in metrics.SIZE_CLASSES]
-    for kind in sorted(set(s.get("mean_jct_parts", {})) | set(m.get("mean_jct_parts", {})),
-                       key=lambda k: (sizes.index(k.split(", ")[0]) if k.split(", ")[0] in sizes else 9, k)):
+    for kind in sorted(set(s.get("mean_jct_parts", {})) | set(m.get("mean_jct_parts", {})), key=metrics.part_order):
         a, b = (x.get("mean_jct_parts", {}).get(kind) for x in (s, m))
         show = lambda p: "-" if not p else "%s (wait %s), %d of %d finished" % (
             fmt(p["jct"]), fmt(p["wait"]), p["finished"], p["jobs"])

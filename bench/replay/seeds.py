@@ -100,8 +100,9 @@ def run_dir(seed_dir_, index, load, penalty):
 
 
 def load_run(run, topo=None):
-    """One run directory's results.json; with topo, the idealised schedules and the
-    figures of with_explained filled in where missing. Raises OSError, ValueError or KeyError for what is not a run."""
+    """One run directory's results.json; with topo, the idealised schedules filled in
+    where missing and the figures of with_explained computed from the records. Raises
+    OSError, ValueError or KeyError for what is not a run."""
     with open(os.path.join(run, "results.json")) as f:
         r = json.load(f)
     return with_explained(run, with_ideal(run, r, topo), topo) if topo else r
