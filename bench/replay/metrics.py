@@ -552,10 +552,11 @@ def preemption_losses(segments):
 
 
 # select/mlsched's log lines when a large gang reserves its unit and when the
-# reservation ends (src/plugins/select/mlsched: maybe_reserve, reservation_now).
+# reservation ends: the gang starts (end_reservation_of_started), or a job test finds
+# it no longer waiting (reservation_now; plugins before the first only log this).
 _RESERVES = re.compile(r"^\[(?P<ts>[0-9T:.-]+)\] select/mlsched: JobId=(?P<job>\d+)\S* \((?P<gpus>\d+) GPUs, "
                        r"eligible for -?\d+ s\) reserves (?P<nodes>\S+?):")
-_RESERVATION_ENDS = re.compile(r"^\[(?P<ts>[0-9T:.-]+)\] select/mlsched: JobId=(?P<job>\d+)\S* no longer waits: "
+_RESERVATION_ENDS = re.compile(r"^\[(?P<ts>[0-9T:.-]+)\] select/mlsched: JobId=(?P<job>\d+)\S* (?:starts|no longer waits): "
                                r"its reservation of (?P<nodes>\S+) ends")
 
 
@@ -586,9 +587,9 @@ def gang_reservations(lines, t0, expand):
 
 def reservations_until_start(reservations, attempts):
     """The reservations with each one ended no later than its gang's next Slurm start:
-    select/mlsched logs the end at the next job test that looks, and when nothing is
-    left to test (the end of a run) it never does. The logged end is kept as
-    "logged_end"."""
+    select/mlsched before it logged a gang's start logged the end at the next job test
+    that looked, and when nothing was left to test (the end of a run) never; runs
+    recorded with those plugins need this. The logged end is kept as "logged_end"."""
     out = []
     for r in reservations:
         starts = [a["start"] for a in attempts

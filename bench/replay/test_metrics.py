@@ -379,6 +379,11 @@ def test_reservations_are_read_from_the_controllers_log_and_their_units_use_coun
         "[2026-12-07T10:02:00.000] select/mlsched: JobId=41 (32 GPUs, eligible for 200 s) reserves gpu[03-06]: "
         "GPUs freed there go only to preemptible jobs until it starts\n",
     ]
+    # The line of a plugin that logs the end when the gang starts ends it the same way.
+    started = lines[:2] + ["[2026-12-07T10:01:50.000] select/mlsched: JobId=40 starts: its reservation of "
+                           "gpu[01-02] ends\n"] + lines[3:]
+    assert metrics.gang_reservations(started, t0, topology.expand_hostlist) == \
+        metrics.gang_reservations(lines, t0, topology.expand_hostlist)
     res = metrics.gang_reservations(lines, t0, topology.expand_hostlist)
     assert res == [{"job": "40", "gpus": 16, "nodes": ["gpu01", "gpu02"], "since": 10.0, "end": 110.0},
                    {"job": "41", "gpus": 32, "nodes": ["gpu03", "gpu04", "gpu05", "gpu06"], "since": 120.0,

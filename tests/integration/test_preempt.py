@@ -562,6 +562,11 @@ def test_large_gang_reserves_its_nodes_lends_them_to_preemptible_work_and_takes_
     cluster.cancel(node_of[unit[1]])
     cluster.wait_state(gang, {"RUNNING"}, timeout=90)
     assert sorted(hostnames(cluster, cluster.job_field(gang, "NodeList"))) == sorted(unit)
+    # The reservation ends when the gang starts, and the admin's log says so then.
+    log = cluster.dir / "log" / "slurmctld.log"
+    wait_for(lambda: re.search(rf"select/mlsched: JobId={gang} starts: its reservation of {re.escape(reserved)} ends",
+                               log.read_text(errors="replace")),
+             f"slurmctld's log to say that gang {gang}'s reservation ended when it started", timeout=10)
     admin = cluster.job_field(lent, "AdminComment")
     assert "preempted=1 " in admin and f"preempted-by={gang} " in admin, admin
     wait_for(lambda: re.search(r"checkpoint at step \d+ \(signal at", output(lent_out)),

@@ -57,6 +57,8 @@ namespace mlsched::plugin::shell {
 int select_job_test(job_record_t* job_ptr, bitstr_t* bitmap, uint32_t min_nodes, uint32_t max_nodes,
                     uint32_t req_nodes, uint16_t mode, List preemptee_candidates, List* preemptee_job_list,
                     const release::JobTestTail& tail);
+// A job begins a run (after cons_tres's allocation, before its own job_begin).
+void select_job_begin(const job_record_t* job_ptr) noexcept;
 int select_job_fini(job_record_t* job_ptr);
 
 // ---- priority/mlsched --------------------------------------------------------------

@@ -543,6 +543,18 @@ std::optional<HeldReservation> reservation_now() {
   return g_reservation;
 }
 
+// A gang that starts no longer holds its reservation. reservation_now() would drop it
+// at the next job test that asks, but that may come much later (at the end of a run,
+// never), and the log would then say the reservation lasted that long. Caller holds
+// the job write lock (slurmctld starts a job under it).
+void end_reservation_of_started(const job_record_t* job_ptr) {
+  std::lock_guard<std::mutex> lock(g_reservation_mutex);
+  if (!g_reservation || g_reservation->reservation.job_id != job_ptr->job_id) return;
+  info("%s: %pJ starts: its reservation of %s ends", kLog, job_ptr,
+       mlsched::compress_hostlist(g_reservation->reservation.nodes).c_str());
+  g_reservation.reset();
+}
+
 // After a will-run answer for `job_ptr` on `nodes`: a large gang that has waited
 // long enough reserves them when no other gang holds a reservation. Caller holds
 // the job write lock (the gang's record changes).
@@ -766,6 +778,15 @@ int mlsched::plugin::shell::select_job_test(job_record_t* job_ptr, bitstr_t* bit
   }
   return inner_job_test(job_ptr, bitmap, min_nodes, max_nodes, req_nodes, mode, preemptee_candidates,
                         preemptee_job_list, tail);
+}
+
+void mlsched::plugin::shell::select_job_begin(const job_record_t* job_ptr) noexcept {
+  try {
+    end_reservation_of_started(job_ptr);
+  } catch (...) {
+    // Logged, not rethrown: nothing may cross into slurmctld.
+    error("%s: job_begin failed with a non-standard exception", kLog);
+  }
 }
 
 int mlsched::plugin::shell::select_job_fini(job_record_t* job_ptr) {
