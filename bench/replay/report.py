@@ -2,6 +2,7 @@
 Every number comes from the run's results; nothing is typed in by hand."""
 
 import datetime
+import glob
 import hashlib
 import os
 import platform
@@ -15,16 +16,43 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
-def mlsched_profile_text(args):
+# The line bench/replay/run writes before the profile's lines in a run's mlsched.conf,
+# and the start of every line it adds.
+PROFILE_MARK = "# bench/replay: the ML cluster profile"
+REPLAY_MARK = "# bench/replay:"
+
+
+def profile_levers(conf_text=None):
+    """The ML profile's lines a run gave mlsched (the trace-clock ones aside, which the
+    report states scaled): from the run's own mlsched.conf when it is kept, so a report
+    written later names what ran, else from etc/mlsched-ml-profile.conf (the profile's
+    one owner)."""
+    if conf_text is not None and PROFILE_MARK in conf_text:
+        lines = conf_text.split(PROFILE_MARK, 1)[1].splitlines()[1:]
+        end = next((i for i, l in enumerate(lines) if l.startswith(REPLAY_MARK)), len(lines))
+        lines = lines[:end]
+    else:
+        with open(os.path.join(REPO, "etc", "mlsched-ml-profile.conf")) as f:
+            lines = f.read().splitlines()
+    return [l.strip() for l in lines if l.strip() and not l.lstrip().startswith("#")
+            and not l.strip().lower().startswith(("attainedservicethresholds", "attainedservicepromoteafter",
+                                                  "reserveforgangwait"))]
+
+
+def run_conf_text(out_dir):
+    """The mlsched.conf of the first run kept under out_dir, or None."""
+    for conf in sorted(glob.glob(os.path.join(out_dir, "replay-data", "*", "mlsched.conf"))):
+        with open(conf) as f:
+            return f.read()
+    return None
+
+
+def mlsched_profile_text(args, conf_text=None):
     scaled = ("; both: PriorityMaxAge %d s (as stock's), PreemptForLargeGangWait %d s (2 h of trace time)"
               % (max(1, args.half_life_minutes) * 60, max(1, round(7200 / args.compression))))
     if getattr(args, "mlsched_profile", "default") != "ml":
         return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)" + scaled + extra_text(args)
-    # The levers as the profile file sets them (the file is their one owner).
-    with open(os.path.join(REPO, "etc", "mlsched-ml-profile.conf")) as f:
-        levers = [l.strip() for l in f if l.strip() and not l.lstrip().startswith("#")
-                  and not l.lower().startswith(("attainedservicethresholds", "attainedservicepromoteafter",
-                                                "reserveforgangwait"))]
+    levers = profile_levers(conf_text)
     return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (%s), levels at %s real GPU-seconds, "
             "promoted after %d s, ReserveForGangWait %d s (10 min of trace time)"
             % (", ".join("`%s`" % l for l in levers), args.attained_thresholds, args.attained_promote_after,
@@ -410,7 +438,7 @@ def write(out_dir, results, args, argv, started, sched_cost, topo, failed=()):
                   "their priorities; mlsched: `preemptible=yes`); checkpoint signal %d s before requeue; no preemption before %s s of run |"
                   % (args.checkpoint_grace, fmt(args.preempt_min_run, 0)),
                   "| GPU type speed in the trainer | %s |" % speed_text(args),
-                  "| mlsched configuration | %s |" % mlsched_profile_text(args),
+                  "| mlsched configuration | %s |" % mlsched_profile_text(args, run_conf_text(out_dir)),
                   "| fair share | PriorityDecayHalfLife %d min, PriorityCalcPeriod 1 min on both |" % args.half_life_minutes,
                   "| requeue delay | launch credentials expire after %d s (`AuthInfo=...,cred_expire=`), both |"
                   % args.cred_expire,

@@ -137,12 +137,17 @@ START_TEST(shipped_config_and_ml_profile_parse) {
   ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
   ck_assert(!r.config->preempt_for_attained_service);
   ck_assert(!r.config->attained_service.enabled());
+  ck_assert_uint_eq(r.config->priority_weight_non_preemptible, 0);
   r = parse_config(base + read(std::string(top) + "/etc/mlsched-ml-profile.conf"), "mlsched.conf + ml profile");
   ck_assert_msg(r.config.has_value(), "%s", r.errors.empty() ? "" : r.errors[0].c_str());
   ck_assert(r.config->preempt_for_attained_service);
   ck_assert(r.config->attained_service.all);
   ck_assert_uint_eq(r.config->attained_service_thresholds.size(), 2);
   ck_assert_uint_eq(r.config->attained_service_thresholds[0], 3600);
+  // Best effort queues behind, at PriorityWeightQuota's value (the profile's comment).
+  ck_assert_uint_eq(r.config->priority_weight_non_preemptible, 10000);
+  ck_assert_uint_eq(r.config->priority_weight_non_preemptible, r.config->priority_weight_quota);
+  ck_assert(!r.config->preempt_for_non_preemptible);
 }
 END_TEST
 
