@@ -424,16 +424,18 @@ def gangs_held_while_small_wait(topo, segments, attempts, gpu_types_of, t_end, d
 WAITED_BEHIND = ("idle", "idle_reserved", "preemptible", "lent", "not_preemptible")
 
 
-def what_small_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_effort_of, reservations, t_end, dt):
-    """What held the GPUs while 1-GPU jobs that may not be preempted waited. At each
-    sample time t = 0, dt, ... inside each of their waits, the first that holds for the
-    GPU types the job accepts: "idle" a GPU was free off any reserved unit (the job
-    waited on the scheduler or its priority); "idle_reserved" free GPUs only on a large
-    gang's reserved unit (kept off it); "preemptible" none free, and a preemptible job
-    held one off the reserved units; "lent" preemptible jobs held some only on reserved
-    units; "not_preemptible" jobs that may not be preempted held them all. Returns
-    wait-seconds per kind (WAITED_BEHIND). `reservations` as gang_reservations (end
-    None: to t_end)."""
+def what_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_effort_of, reservations, t_end, dt,
+                            gpus=(1, 1)):
+    """What held the GPUs while jobs that may not be preempted, of gpus[0] to gpus[1]
+    GPUs on one node, waited. At each sample time t = 0, dt, ... inside each of their
+    waits, the first that holds on the nodes of the GPU types the job accepts: "idle" a
+    node off any reserved unit had that many GPUs free (the job waited on the scheduler
+    or its priority); "idle_reserved" such a node only on a large gang's reserved unit
+    (kept off it); "preemptible" no node had room, and on one off the reserved units the
+    free GPUs and those preemptible jobs held would have made room; "lent" that only on
+    reserved units; "not_preemptible" not even that: jobs that may not be preempted held
+    the rest (for one GPU: held them all). Returns wait-seconds per kind (WAITED_BEHIND).
+    `reservations` as gang_reservations (end None: to t_end)."""
     out = {k: 0.0 for k in WAITED_BEHIND}
     # A run holds its GPUs from Slurm's start (sacct), a second or two before the
     # trainer reports in, to Slurm's end: the launch is not idle time.
@@ -449,6 +451,7 @@ def what_small_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_e
     cache = {}
 
     def state(k):
+        """Per node at sample k: (free GPUs, GPUs preemptible jobs held, on a reserved unit)."""
         if k not in cache:
             t = k * dt
             reserved = set()
@@ -456,35 +459,33 @@ def what_small_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_e
                 if r["since"] <= t < (r["end"] if r["end"] is not None else t_end):
                     reserved.update(r["nodes"])
             free = {n: set(range(info["gpus"])) for n, info in topo.nodes.items()}
-            preemptible_held = {}
+            preemptible_held = {n: 0 for n in topo.nodes}
             for start, end, alloc, be in held:
                 if start <= t < end:
                     for node, idx in alloc.items():
                         free.get(node, set()).difference_update(idx)
                         if be and node in topo.nodes:
-                            key = (topo.nodes[node]["gpu_type"], node in reserved)
-                            preemptible_held[key] = preemptible_held.get(key, 0) + len(idx)
-            by = {}
-            for n, f in free.items():
-                key = (topo.nodes[n]["gpu_type"], n in reserved)
-                by[key] = by.get(key, 0) + len(f)
-            cache[k] = (by, preemptible_held)
+                            preemptible_held[node] += len(idx)
+            cache[k] = {n: (len(free[n]), preemptible_held[n], n in reserved) for n in topo.nodes}
         return cache[k]
 
     for since, until, a in waits(attempts, t_end):
-        if a["gpus"] != 1 or best_effort_of(a["name"]):
+        if not gpus[0] <= a["gpus"] <= gpus[1] or best_effort_of(a["name"]):
             continue
         types = set(gpu_types_of(a["name"]))
+        need = a["gpus"]
+        nodes = [n for n in topo.nodes if topo.nodes[n]["gpu_type"] in types]
         for k in range(int(math.ceil(since / dt)), int(math.ceil(min(until, t_end) / dt))):
-            free, pre = state(k)
-            count = lambda d, on_unit: sum(v for (ty, r), v in d.items() if ty in types and r == on_unit)
-            if count(free, False):
+            st = state(k)
+            room = lambda on_unit, with_preemptible: any(
+                st[n][2] == on_unit and st[n][0] + (st[n][1] if with_preemptible else 0) >= need for n in nodes)
+            if room(False, False):
                 kind = "idle"
-            elif count(free, True):
+            elif room(True, False):
                 kind = "idle_reserved"
-            elif count(pre, False):
+            elif room(False, True):
                 kind = "preemptible"
-            elif count(pre, True):
+            elif room(True, True):
                 kind = "lent"
             else:
                 kind = "not_preemptible"

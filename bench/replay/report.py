@@ -306,8 +306,7 @@ def run_table(res):
             fmt(d["gang_wait_idle_gpu_seconds"] / d["gang_wait_seconds"] if d["gang_wait_seconds"] else None))
         row("GPUs idle on their types while 16+ GPU jobs waited", idle(s), idle(m))
     if "small_waited_behind" in s and "small_waited_behind" in m:
-        def behind(d):
-            w = d["small_waited_behind"]
+        def behind(w):
             total = sum(w.values())
             if not total:
                 return "-"
@@ -315,7 +314,19 @@ def run_table(res):
                    "preemptible jobs only on reserved units %s, jobs that may not be preempted held all %s" % (
                        fmt(total, 0), pct(w["idle"] / total), pct(w["idle_reserved"] / total),
                        pct(w["preemptible"] / total), pct(w["lent"] / total), pct(w["not_preemptible"] / total))
-        row("while 1-GPU jobs that may not be preempted waited, the GPUs of their types", behind(s), behind(m))
+        row("while 1-GPU jobs that may not be preempted waited, the GPUs of their types",
+            behind(s["small_waited_behind"]), behind(m["small_waited_behind"]))
+    if "mid_waited_behind" in s and "mid_waited_behind" in m:
+        def room(w):
+            total = sum(w.values())
+            if not total:
+                return "-"
+            return "%s s: a node with room %s, room only on reserved units %s; no room: preempting best effort " \
+                   "would make room %s, only on reserved units %s, not even that %s" % (
+                       fmt(total, 0), pct(w["idle"] / total), pct(w["idle_reserved"] / total),
+                       pct(w["preemptible"] / total), pct(w["lent"] / total), pct(w["not_preemptible"] / total))
+        row("while 2-8 GPU jobs that may not be preempted waited, the nodes of their types",
+            room(s["mid_waited_behind"]), room(m["mid_waited_behind"]))
     if "reserved_units" in m:
         u = m["reserved_units"]
         share = lambda k: pct(u[k] / u["unit_gpu_seconds"]) if u["unit_gpu_seconds"] else "-"

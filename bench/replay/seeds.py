@@ -55,7 +55,8 @@ def with_ideal(run, r, topo):
 
 def with_explained(run, r, topo):
     """A run's results with the figures that say where its mean JCT comes from
-    (mean_jct_parts, small_waited_behind, and mlsched's reserved_units where the run
+    (mean_jct_parts, small_waited_behind and mid_waited_behind, and mlsched's
+    reserved_units where the run
     kept mlsched-reservations.json), computed again from its job list and records:
     the same functions the replay uses at the end of a run, so a rewritten report
     uses their current definition, and runs recorded before them get them too."""
@@ -80,9 +81,11 @@ def with_explained(run, r, topo):
         x = r[side]
         x["mean_jct_parts"] = metrics.mean_jct_parts(
             logical, lambda name: (metrics.size_class(jobs[name]["gpus"]), best_effort(name)))
-        x["small_waited_behind"] = metrics.what_small_jobs_waited_behind(
-            topo, records["segments"], records["attempts"], lambda name: metrics.gpu_types_of(jobs[name]),
-            best_effort, reservations, t_end, 2.0)
+        # Jobs that may not be preempted, by size: 1 GPU, and 2-8 GPUs (on one node).
+        for key, gpus in (("small_waited_behind", (1, 1)), ("mid_waited_behind", (2, 8))):
+            x[key] = metrics.what_jobs_waited_behind(
+                topo, records["segments"], records["attempts"], lambda name: metrics.gpu_types_of(jobs[name]),
+                best_effort, reservations, t_end, 2.0, gpus)
         if side == "mlsched" and kept:
             x["reserved_units"] = metrics.reserved_unit_use(topo, reservations, records["segments"], best_effort,
                                                             t_end)

@@ -423,19 +423,44 @@ def test_what_non_preemptible_small_jobs_waited_behind_is_split_by_who_held_thei
     reservations = [{"job": "99", "gpus": 16, "nodes": ["gpu01"], "since": 30.0, "end": 60.0}]
     waiting = attempt("small", 0, 100, 150)               # waits 0-100 for an h100 GPU
     other = attempt("be-small", 0, 100, 150)              # preemptible: not counted
-    w = metrics.what_small_jobs_waited_behind(topo, segments, [waiting, other], lambda name: ["h100"], best_effort,
+    w = metrics.what_jobs_waited_behind(topo, segments, [waiting, other], lambda name: ["h100"], best_effort,
                                               reservations, 200, 1.0)
     assert w == {"idle": 10.0, "idle_reserved": 0.0, "preemptible": 20.0 + 40.0, "lent": 30.0,
                  "not_preemptible": 0.0}
     # Without gpu01's and gpu02's preemptible jobs: all held by jobs that may not be preempted.
-    w = metrics.what_small_jobs_waited_behind(topo, [s for s in segments if not best_effort(s["name"])]
+    w = metrics.what_jobs_waited_behind(topo, [s for s in segments if not best_effort(s["name"])]
                                               + [seg("np-1", full("gpu01"), 10, 100)], [waiting], lambda name: ["h100"],
                                               best_effort, [], 200, 1.0)
     assert w["not_preemptible"] == 70.0 and w["idle"] == 10.0 + 20.0
     # A free GPU only on the reserved unit: the job was kept off it.
-    w = metrics.what_small_jobs_waited_behind(topo, [s for s in segments if s["name"] != "be-1"], [waiting],
+    w = metrics.what_jobs_waited_behind(topo, [s for s in segments if s["name"] != "be-1"], [waiting],
                                               lambda name: ["h100"], best_effort, reservations, 200, 1.0)
     assert w["idle_reserved"] == 30.0 and w["idle"] == 30.0 + 40.0
+
+
+def test_a_4_gpu_job_needs_room_on_one_node_and_only_its_own_size_is_counted():
+    topo = topology.Topology.from_shape(SHAPE)
+    seg = lambda name, alloc, start, end: {"name": name, "alloc": alloc, "start": start, "end": end}
+    h100 = [n for n in sorted(topo.nodes) if topo.nodes[n]["gpu_type"] == "h100"]
+    a, b = h100[0], h100[1]
+    # Every h100 node full of jobs that may not be preempted, but a and b: from 0 to 100,
+    # 2 free GPUs on each (4 free in all, never 4 on one node); from 40, a preemptible
+    # job holds 2 of a's other GPUs, so preempting it would make room there; from 70 a
+    # gang reserves a.
+    segments = [seg("np-%s" % n, {n: list(range(8))}, 0, 100) for n in h100 if n not in (a, b)]
+    segments += [seg("np-a", {a: list(range(6))}, 0, 40), seg("np-a2", {a: [0, 1, 2, 3]}, 40, 100),
+                 seg("be-a", {a: [4, 5]}, 40, 100), seg("np-b", {b: list(range(6))}, 0, 100)]
+    best_effort = lambda name: name.startswith("be")
+    reservations = [{"job": "99", "gpus": 16, "nodes": [a], "since": 70.0, "end": None}]
+    four = attempt("four", 0, 100, 150, gpus=4)
+    one = attempt("one", 0, 100, 150)
+    w = metrics.what_jobs_waited_behind(topo, segments, [four, one], lambda name: ["h100"], best_effort,
+                                        reservations, 200, 1.0, (2, 8))
+    assert w == {"idle": 0.0, "idle_reserved": 0.0, "preemptible": 30.0, "lent": 30.0, "not_preemptible": 40.0}
+    # The 1-GPU job, in the same state, had a free GPU the whole time (b's are off the unit).
+    w = metrics.what_jobs_waited_behind(topo, segments, [four, one], lambda name: ["h100"], best_effort,
+                                        reservations, 200, 1.0)
+    assert w == {"idle": 100.0, "idle_reserved": 0.0, "preemptible": 0.0, "lent": 0.0, "not_preemptible": 0.0}
 
 
 def test_the_mean_jct_splits_into_parts_by_kind_of_job_that_add_up_to_it():
