@@ -305,28 +305,22 @@ def run_table(res):
             fmt(d["gang_wait_idle_gpu_seconds"], 0), fmt(d["gang_wait_seconds"], 0),
             fmt(d["gang_wait_idle_gpu_seconds"] / d["gang_wait_seconds"] if d["gang_wait_seconds"] else None))
         row("GPUs idle on their types while 16+ GPU jobs waited", idle(s), idle(m))
-    if "small_waited_behind" in s and "small_waited_behind" in m:
-        def behind(w):
-            total = sum(w.values())
-            if not total:
-                return "-"
-            return "%s s: a GPU idle %s, idle only on reserved units %s; none idle: a preemptible job held one %s, " \
-                   "preemptible jobs only on reserved units %s, jobs that may not be preempted held all %s" % (
-                       fmt(total, 0), pct(w["idle"] / total), pct(w["idle_reserved"] / total),
-                       pct(w["preemptible"] / total), pct(w["lent"] / total), pct(w["not_preemptible"] / total))
-        row("while 1-GPU jobs that may not be preempted waited, the GPUs of their types",
-            behind(s["small_waited_behind"]), behind(m["small_waited_behind"]))
-    if "mid_waited_behind" in s and "mid_waited_behind" in m:
-        def room(w):
-            total = sum(w.values())
-            if not total:
-                return "-"
-            return "%s s: a node with room %s, room only on reserved units %s; no room: preempting best effort " \
-                   "would make room %s, only on reserved units %s, not even that %s" % (
-                       fmt(total, 0), pct(w["idle"] / total), pct(w["idle_reserved"] / total),
-                       pct(w["preemptible"] / total), pct(w["lent"] / total), pct(w["not_preemptible"] / total))
-        row("while 2-8 GPU jobs that may not be preempted waited, the nodes of their types",
-            room(s["mid_waited_behind"]), room(m["mid_waited_behind"]))
+    # What held the GPUs while jobs that may not be preempted waited (WAITED_BEHIND order):
+    # 1-GPU jobs by GPU, 2-8 GPU jobs node by node.
+    waited_rows = (
+        ("small_waited_behind", "while 1-GPU jobs that may not be preempted waited, the GPUs of their types",
+         "%s s: a GPU idle %s, idle only on reserved units %s; none idle: a preemptible job held one %s, "
+         "preemptible jobs only on reserved units %s, jobs that may not be preempted held all %s"),
+        ("mid_waited_behind", "while 2-8 GPU jobs that may not be preempted waited, the nodes of their types",
+         "%s s: a node with room %s, room only on reserved units %s; no room: preempting best effort "
+         "would make room %s, only on reserved units %s, not even that %s"))
+    for key, label, text in waited_rows:
+        if key in s and key in m:
+            def behind(w):
+                total = sum(w.values())
+                return text % ((fmt(total, 0),) + tuple(pct(w[k] / total) for k in metrics.WAITED_BEHIND)) \
+                    if total else "-"
+            row(label, behind(s[key]), behind(m[key]))
     if "reserved_units" in m:
         u = m["reserved_units"]
         share = lambda k: pct(u[k] / u["unit_gpu_seconds"]) if u["unit_gpu_seconds"] else "-"
