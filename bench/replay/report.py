@@ -16,6 +16,10 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
+# Keys of etc/mlsched-ml-profile.conf whose values are times or GPU-times, which a
+# compressed replay sets itself (bench/replay/run profile_lines) and the report states
+# scaled.
+SCALED_PROFILE_KEYS = ("attainedservicethresholds", "attainedservicepromoteafter", "reserveforgangwait")
 # The line bench/replay/run writes before the profile's lines in a run's mlsched.conf,
 # and the start of every line it adds.
 PROFILE_MARK = "# bench/replay: the ML cluster profile"
@@ -35,8 +39,7 @@ def profile_levers(conf_text=None):
         with open(os.path.join(REPO, "etc", "mlsched-ml-profile.conf")) as f:
             lines = f.read().splitlines()
     return [l.strip() for l in lines if l.strip() and not l.lstrip().startswith("#")
-            and not l.strip().lower().startswith(("attainedservicethresholds", "attainedservicepromoteafter",
-                                                  "reserveforgangwait"))]
+            and not l.strip().lower().startswith(SCALED_PROFILE_KEYS)]
 
 
 def run_conf_text(out_dir):

@@ -30,5 +30,5 @@ def test_the_profile_named_is_the_one_the_run_gave_mlsched():
     with open(os.path.join(report.REPO, "etc", "mlsched-ml-profile.conf")) as f:
         shipped = [l.strip() for l in f if l.strip() and not l.startswith("#")]
     assert report.profile_levers(None) == [l for l in shipped if not l.lower().startswith(
-        ("attainedservicethresholds", "attainedservicepromoteafter", "reserveforgangwait"))]
+        report.SCALED_PROFILE_KEYS)]
     assert "AttainedService=all" in report.profile_levers(None)
