@@ -421,7 +421,27 @@ def gangs_held_while_small_wait(topo, segments, attempts, gpu_types_of, t_end, d
     return held, seconds
 
 
-WAITED_BEHIND = ("idle", "idle_reserved", "preemptible", "lent", "not_preemptible")
+def runs_held(segments, attempts):
+    """Each trainer segment as the GPUs it held: [{"name", "start", "end", "alloc",
+    "scheduler"}]. A run holds its GPUs from Slurm's start (sacct), a second or two
+    before the trainer reports in, to Slurm's end: the launch is not idle time.
+    "scheduler" is the Slurm scheduler that started it ("main", "backfill"; None
+    where not known)."""
+    slurm_starts = {}
+    for a in attempts:
+        if a["start"] is not None:
+            slurm_starts.setdefault(a["jobid"].split("_")[0], []).append(a)
+    out = []
+    for s in segments:
+        starts = [a for a in slurm_starts.get(s.get("job"), []) if s["start"] - 10.0 <= a["start"] <= s["start"]]
+        a = max(starts, key=lambda a: a["start"]) if starts else None
+        out.append({"name": s["name"], "start": a["start"] if a else s["start"],
+                    "end": max(s["end"], s.get("release") or s["end"]), "alloc": s["alloc"],
+                    "scheduler": a.get("scheduler") if a else None})
+    return out
+
+
+WAITED_BEHIND = ("idle", "idle_reserved", "preemptible", "lent", "scattered", "not_preemptible")
 
 
 def what_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_effort_of, reservations, t_end, dt,
@@ -433,21 +453,13 @@ def what_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_effort_
     or its priority); "idle_reserved" such a node only on a large gang's reserved unit
     (kept off it); "preemptible" no node had room, and on one off the reserved units the
     free GPUs and those preemptible jobs held would have made room; "lent" that only on
-    reserved units; "not_preemptible" not even that: jobs that may not be preempted held
-    the rest (for one GPU: held them all). Returns wait-seconds per kind (WAITED_BEHIND).
+    reserved units; "scattered" not even that, but the GPUs free on those nodes off the
+    reserved units were enough in all, spread over nodes (fragmentation; never for one
+    GPU); "not_preemptible" none of these: jobs that may not be preempted held the rest
+    (for one GPU: held them all). Returns wait-seconds per kind (WAITED_BEHIND).
     `reservations` as gang_reservations (end None: to t_end)."""
     out = {k: 0.0 for k in WAITED_BEHIND}
-    # A run holds its GPUs from Slurm's start (sacct), a second or two before the
-    # trainer reports in, to Slurm's end: the launch is not idle time.
-    slurm_starts = {}
-    for a in attempts:
-        if a["start"] is not None:
-            slurm_starts.setdefault(a["jobid"].split("_")[0], []).append(a["start"])
-    held = []
-    for s in segments:
-        starts = [t for t in slurm_starts.get(s.get("job"), []) if s["start"] - 10.0 <= t <= s["start"]]
-        held.append((max(starts) if starts else s["start"], max(s["end"], s.get("release") or s["end"]), s["alloc"],
-                     best_effort_of(s["name"])))
+    held = [(r["start"], r["end"], r["alloc"], best_effort_of(r["name"])) for r in runs_held(segments, attempts)]
     cache = {}
 
     def state(k):
@@ -487,10 +499,82 @@ def what_jobs_waited_behind(topo, segments, attempts, gpu_types_of, best_effort_
                 kind = "preemptible"
             elif room(True, True):
                 kind = "lent"
+            elif sum(st[n][0] for n in nodes if not st[n][2]) >= need:
+                kind = "scattered"
             else:
                 kind = "not_preemptible"
             out[kind] += dt
     return out
+
+
+def who_took_room(topo, segments, attempts, jobs, reservations, t_end, gpus=(2, 8)):
+    """Who took the room that jobs that may not be preempted, of gpus[0] to gpus[1] GPUs
+    on one node, could have used while they waited: every run that started inside such a
+    job's wait on a node of a GPU type it accepts, where just before that start (without
+    the run itself) the node had as many GPUs free as the waiting job needs. Returns one
+    dict per (waiting job, run): "waiting", "run" (job names), "start" (the run's), "gpus"
+    (its GPUs on the first such node), "size" (the run's size class), "best_effort", "earlier" (the run's job was
+    submitted before the waiting one), "same_team", "scheduler" (as runs_held), and
+    "reserved" (the node was on a large gang's reserved unit then). `jobs` maps a job's
+    name to its job-list entry; `reservations` as what_jobs_waited_behind."""
+    held = runs_held(segments, attempts)
+    submitted = {}
+    for a in attempts:
+        submitted[a["name"]] = min(a["submit"], submitted.get(a["name"], a["submit"]))
+    # Free GPUs per node just before each run's start, without the run: the same for
+    # every job that waited then, so computed once per run.
+    before = []
+    for r in held:
+        t = r["start"]
+        free = {n: set(range(info["gpus"])) for n, info in topo.nodes.items()}
+        for o in held:
+            if o is not r and o["start"] <= t < o["end"]:
+                for node, idx in o["alloc"].items():
+                    free.get(node, set()).difference_update(idx)
+        before.append({n: len(f) for n, f in free.items()})
+    out = []
+    for since, until, a in waits(attempts, t_end):
+        w = jobs.get(a["name"])
+        if w is None or w.get("best_effort") or not gpus[0] <= a["gpus"] <= gpus[1]:
+            continue
+        types = set(gpu_types_of(w))
+        for r, free in zip(held, before):
+            job = jobs.get(r["name"])
+            if r["name"] == a["name"] or job is None or not since < r["start"] < until:
+                continue
+            for node, idx in r["alloc"].items():
+                if node not in topo.nodes or topo.nodes[node]["gpu_type"] not in types or free[node] < a["gpus"]:
+                    continue
+                reserved = any(node in v["nodes"] and v["since"] <= r["start"] < (v["end"] if v["end"] is not None
+                                                                                  else t_end) for v in reservations)
+                out.append({"waiting": a["name"], "run": r["name"], "start": r["start"], "gpus": len(idx),
+                            "size": size_class(job["gpus"]), "best_effort": bool(job.get("best_effort")),
+                            "earlier": submitted.get(r["name"], float("inf")) < submitted.get(a["name"], 0.0),
+                            "same_team": job.get("team") == w.get("team"), "scheduler": r["scheduler"],
+                            "reserved": reserved})
+                break  # a gang over several nodes with room passes the job once
+    return out
+
+
+TOOK_ROOM = ("gang", "earlier", "later", "best_effort_reserved", "best_effort")
+
+
+def took_room_by_kind(pairs):
+    """who_took_room's pairs by kind of run: "gang" 16+ GPUs; runs of jobs that may not
+    be preempted submitted "earlier" or "later" than the waiting job; best-effort runs
+    on a reserved unit ("best_effort_reserved", on loan) or elsewhere ("best_effort").
+    Per kind: {"runs": distinct runs, "passed": (waiting job, run) pairs}."""
+    def kind(p):
+        if p["size"] == "16+":
+            return "gang"
+        if p["best_effort"]:
+            return "best_effort_reserved" if p["reserved"] else "best_effort"
+        return "earlier" if p["earlier"] else "later"
+    out = {k: {"runs": set(), "passed": 0} for k in TOOK_ROOM}
+    for p in pairs:
+        out[kind(p)]["runs"].add((p["run"], p["start"]))
+        out[kind(p)]["passed"] += 1
+    return {k: {"runs": len(v["runs"]), "passed": v["passed"]} for k, v in out.items()}
 
 
 def _types_waited_for(intervals, t_end, dt):

@@ -23,6 +23,8 @@ SCALED_PROFILE_KEYS = ("attainedservicethresholds", "attainedservicepromoteafter
 # The line bench/replay/run writes before the profile's lines in a run's mlsched.conf,
 # and the start of every line it adds.
 PROFILE_MARK = "# bench/replay: the ML cluster profile"
+# The line before the --mlsched-set lines of an experiment, last in the file.
+SET_MARK = "# bench/replay: --mlsched-set"
 REPLAY_MARK = "# bench/replay:"
 
 
@@ -51,20 +53,30 @@ def run_conf_text(out_dir):
 
 
 def mlsched_profile_text(args, conf_text=None):
+    """What mlsched ran with: from the run's own mlsched.conf when it is kept (so a
+    report rewritten later, with other arguments, still says what ran), else from the
+    arguments."""
     scaled = ("; both: PriorityMaxAge %d s (as stock's), PreemptForLargeGangWait %d s (2 h of trace time)"
               % (max(1, args.half_life_minutes) * 60, max(1, round(7200 / args.compression))))
-    if getattr(args, "mlsched_profile", "default") != "ml":
-        return "default: `etc/mlsched.conf` as shipped (attained service and its preemption off)" + scaled + extra_text(args)
+    ml = PROFILE_MARK in conf_text if conf_text is not None else getattr(args, "mlsched_profile", "default") == "ml"
+    if not ml:
+        return ("default: `etc/mlsched.conf` as shipped (attained service and its preemption off)" + scaled
+                + extra_text(args, conf_text))
     levers = profile_levers(conf_text)
     return ("ML cluster profile: `etc/mlsched-ml-profile.conf` appended (%s), levels at %s real GPU-seconds, "
             "promoted after %d s, ReserveForGangWait %d s (10 min of trace time)"
             % (", ".join("`%s`" % l for l in levers), args.attained_thresholds, args.attained_promote_after,
-               max(1, round(600 / args.compression)))) + scaled + extra_text(args)
+               max(1, round(600 / args.compression)))) + scaled + extra_text(args, conf_text)
 
 
-def extra_text(args):
-    """The --mlsched-set lines of an experiment, after the profile's."""
-    extra = getattr(args, "mlsched_set", None) or []
+def extra_text(args, conf_text=None):
+    """The --mlsched-set lines of an experiment, after the profile's: the run's own
+    (after SET_MARK in its mlsched.conf) when it is kept, else the arguments'."""
+    if conf_text is not None:
+        tail = conf_text.split(SET_MARK, 1)[1].splitlines()[1:] if SET_MARK in conf_text else []
+        extra = [l.strip() for l in tail if l.strip() and not l.lstrip().startswith("#")]
+    else:
+        extra = getattr(args, "mlsched_set", None) or []
     return ("; then, for this experiment (`--mlsched-set`): %s" % ", ".join("`%s`" % kv for kv in extra)) if extra else ""
 
 
@@ -313,16 +325,19 @@ def run_table(res):
     waited_rows = (
         ("small_waited_behind", "while 1-GPU jobs that may not be preempted waited, the GPUs of their types",
          "%s s: a GPU idle %s, idle only on reserved units %s; none idle: a preemptible job held one %s, "
-         "preemptible jobs only on reserved units %s, jobs that may not be preempted held all %s"),
+         "preemptible jobs only on reserved units %s, %sjobs that may not be preempted held all %s"),
         ("mid_waited_behind", "while 2-8 GPU jobs that may not be preempted waited, the nodes of their types",
          "%s s: a node with room %s, room only on reserved units %s; no room: preempting best effort "
-         "would make room %s, only on reserved units %s, not even that %s"))
+         "would make room %s, only on reserved units %s; not even that, but enough GPUs free in all, spread "
+         "over nodes %s, too few free in all %s"))
     for key, label, text in waited_rows:
         if key in s and key in m:
             def behind(w):
                 total = sum(w.values())
-                return text % ((fmt(total, 0),) + tuple(pct(w[k] / total) for k in metrics.WAITED_BEHIND)) \
-                    if total else "-"
+                # "scattered" never holds for one GPU: its place in that row's text is empty.
+                shares = tuple("" if key == "small_waited_behind" and k == "scattered" else pct(w.get(k, 0.0) / total)
+                               for k in metrics.WAITED_BEHIND)
+                return text % ((fmt(total, 0),) + shares) if total else "-"
             row(label, behind(s[key]), behind(m[key]))
     if "reserved_units" in m:
         u = m["reserved_units"]

@@ -55,7 +55,7 @@ def with_ideal(run, r, topo):
 
 def with_explained(run, r, topo):
     """A run's results with the figures that say where its mean JCT comes from
-    (mean_jct_parts, small_waited_behind and mid_waited_behind, and mlsched's
+    (mean_jct_parts, small_waited_behind, mid_waited_behind and mid_took_room, and mlsched's
     reserved_units where the run
     kept mlsched-reservations.json), computed again from its job list and records:
     the same functions the replay uses at the end of a run, so a rewritten report
@@ -86,6 +86,9 @@ def with_explained(run, r, topo):
             x[key] = metrics.what_jobs_waited_behind(
                 topo, records["segments"], records["attempts"], lambda name: metrics.gpu_types_of(jobs[name]),
                 best_effort, reservations, t_end, 2.0, gpus)
+        # Who started on a node with room for a waiting 2-8 GPU job that may not be preempted.
+        x["mid_took_room"] = metrics.took_room_by_kind(metrics.who_took_room(
+            topo, records["segments"], records["attempts"], jobs, reservations, t_end))
         if side == "mlsched" and kept:
             x["reserved_units"] = metrics.reserved_unit_use(topo, reservations, records["segments"], best_effort,
                                                             t_end)

@@ -52,7 +52,7 @@ def test_parts_of_the_mean_and_what_a_waiting_job_waited_behind(tmp_path):
     assert abs(sum(p["jct"] for p in a["mlsched"]["parts"].values()) - a["mlsched"]["mean"]) < 1e-9
     assert a["stock"]["behind"]["preemptible"] == 0.0
     assert a["mlsched"]["behind"] == {"idle": 0.0, "idle_reserved": 0.0, "preemptible": 50.0, "lent": 0.0,
-                                      "not_preemptible": 0.0}
+                                      "scattered": 0.0, "not_preemptible": 0.0}
     # gpu08 (8 GPUs) reserved 20 s while r2 held it: all of it not preemptible, nothing started there.
     u = a["mlsched"]["units"]
     assert u["unit_gpu_seconds"] == 160.0 and u["not_preemptible_gpu_seconds"] == 160.0
@@ -60,3 +60,5 @@ def test_parts_of_the_mean_and_what_a_waiting_job_waited_behind(tmp_path):
     text = "\n".join(explain.report("out", a))
     assert "| 1, not preemptible | 3.3 (wait 0.0) | 20.0 (wait 16.7) | +16.7 |" in text
     assert "none idle; a preemptible job held one (off reserved units) | 0 (0 %) | 50 (100 %) |" in text
+    # No 2-8 GPU job waited; nothing started on a node with room for one.
+    assert "| a gang of 16+ GPUs | 0 (0) | 0 (0) |" in text

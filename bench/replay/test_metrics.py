@@ -425,7 +425,7 @@ def test_what_non_preemptible_small_jobs_waited_behind_is_split_by_who_held_thei
     other = attempt("be-small", 0, 100, 150)              # preemptible: not counted
     w = metrics.what_jobs_waited_behind(topo, segments, [waiting, other], lambda name: ["h100"], best_effort,
                                               reservations, 200, 1.0)
-    assert w == {"idle": 10.0, "idle_reserved": 0.0, "preemptible": 20.0 + 40.0, "lent": 30.0,
+    assert w == {"idle": 10.0, "idle_reserved": 0.0, "preemptible": 20.0 + 40.0, "lent": 30.0, "scattered": 0.0,
                  "not_preemptible": 0.0}
     # Without gpu01's and gpu02's preemptible jobs: all held by jobs that may not be preempted.
     w = metrics.what_jobs_waited_behind(topo, [s for s in segments if not best_effort(s["name"])]
@@ -456,11 +456,19 @@ def test_a_4_gpu_job_needs_room_on_one_node_and_only_its_own_size_is_counted():
     one = attempt("one", 0, 100, 150)
     w = metrics.what_jobs_waited_behind(topo, segments, [four, one], lambda name: ["h100"], best_effort,
                                         reservations, 200, 1.0, (2, 8))
-    assert w == {"idle": 0.0, "idle_reserved": 0.0, "preemptible": 30.0, "lent": 30.0, "not_preemptible": 40.0}
+    # Before 40 it had 4 GPUs free in all, never 4 on one node: fragmentation.
+    assert w == {"idle": 0.0, "idle_reserved": 0.0, "preemptible": 30.0, "lent": 30.0, "scattered": 40.0,
+                 "not_preemptible": 0.0}
+    # With one GPU fewer free on b, 3 in all: jobs that may not be preempted held the rest.
+    fewer = [seg("np-b", {b: list(range(7))}, 0, 100) if x["name"] == "np-b" else x for x in segments]
+    w = metrics.what_jobs_waited_behind(topo, fewer, [four, one], lambda name: ["h100"], best_effort,
+                                        reservations, 200, 1.0, (2, 8))
+    assert w["scattered"] == 0.0 and w["not_preemptible"] == 40.0 and w["preemptible"] == 30.0
     # The 1-GPU job, in the same state, had a free GPU the whole time (b's are off the unit).
     w = metrics.what_jobs_waited_behind(topo, segments, [four, one], lambda name: ["h100"], best_effort,
                                         reservations, 200, 1.0)
-    assert w == {"idle": 100.0, "idle_reserved": 0.0, "preemptible": 0.0, "lent": 0.0, "not_preemptible": 0.0}
+    assert w == {"idle": 100.0, "idle_reserved": 0.0, "preemptible": 0.0, "lent": 0.0, "scattered": 0.0,
+                 "not_preemptible": 0.0}
 
 
 def test_the_mean_jct_splits_into_parts_by_kind_of_job_that_add_up_to_it():
@@ -486,3 +494,49 @@ def test_a_reservation_ends_when_its_gang_starts_even_if_the_log_says_nothing():
     out = metrics.reservations_until_start(res, runs)
     assert [(r["end"], r["logged_end"]) for r in out] == [(70, None), (80, 90.0), (50.0, 50.0)]
     assert res[0]["end"] is None    # the input is not changed
+
+
+def test_who_took_room_a_waiting_4_gpu_job_could_have_used():
+    topo = topology.Topology.from_shape(SHAPE)
+    h100 = [n for n in sorted(topo.nodes) if topo.nodes[n]["gpu_type"] == "h100"]
+    a100 = [n for n in sorted(topo.nodes) if topo.nodes[n]["gpu_type"] == "a100"]
+    a, b, c, d, e = h100[:5]
+    seg = lambda name, alloc, start, end: {"name": name, "alloc": alloc, "start": start, "end": end}
+    job = lambda gpus, team="t1", be=False, gpu_type="h100": {"gpus": gpus, "team": team, "best_effort": be,
+                                                               "gpu_type": gpu_type}
+    jobs = {"w": job(4), "full": job(8), "later": job(2, team="t2"), "be": job(4, be=True), "small": job(1),
+            "a100": job(2, gpu_type="a100"), "gang": job(16), "be-d": job(2, be=True), "early": job(8),
+            "after": job(2), "be-wait": job(4, be=True)}
+    # Every other h100 node is full for the whole run, so only a-e matter.
+    segments = [seg("np-%s" % n, {n: list(range(8))}, 0, 200) for n in h100[5:]]
+    segments += [seg("full", {a: list(range(8))}, 0, 30),
+                 seg("later", {a: [0, 1]}, 30, 200),        # a had 8 free: passes w
+                 seg("be", {a: [2, 3, 4, 5]}, 35, 200),     # 6 free before it: passes w
+                 seg("small", {a: [6]}, 40, 200),           # 2 free before it: no room for w, not counted
+                 seg("a100", {a100[0]: [0, 1]}, 45, 200),   # a type w does not accept
+                 seg("gang", {b: list(range(8)), c: list(range(8))}, 50, 200),   # once, not per node
+                 seg("be-d", {d: [0, 1]}, 60, 200),         # on the reserved unit d
+                 seg("early", {e: list(range(8))}, 70, 200),
+                 seg("w", {a: [7]}, 100, 200),              # w itself: not counted
+                 seg("after", {d: [2, 3]}, 120, 200)]       # after w started
+    runs = [attempt("w", 10, 100, 200, gpus=4), attempt("full", 0, 0, 30, gpus=8),
+            attempt("later", 20, 30, 200, gpus=2), attempt("be", 5, 35, 200, gpus=4),
+            attempt("small", 30, 40, 200), attempt("a100", 30, 45, 200, gpus=2),
+            attempt("gang", 0, 50, 200, gpus=16), attempt("be-d", 50, 60, 200, gpus=2),
+            attempt("early", 1, 70, 200, gpus=8), attempt("after", 110, 120, 200, gpus=2),
+            attempt("be-wait", 0, 150, 200, gpus=4)]   # waits, but best effort: not a waiting job here
+    runs += [attempt("np-%s" % n, 0, 0, 200, gpus=8) for n in h100[5:]]
+    jobs.update({"np-%s" % n: job(8) for n in h100[5:]})
+    reservations = [{"job": "gang2", "gpus": 16, "nodes": [d], "since": 0.0, "end": None}]
+    pairs = metrics.who_took_room(topo, segments, runs, jobs, reservations, 300)
+    assert [(p["waiting"], p["run"], p["earlier"], p["same_team"], p["reserved"]) for p in pairs] == [
+        ("w", "later", False, False, False), ("w", "be", True, True, False), ("w", "gang", True, True, False),
+        ("w", "be-d", False, True, True), ("w", "early", True, True, False),
+        # "early" (8 GPUs) waited too, from 1 to 70: a had 8 free at 30, b at 50, d at 60.
+        ("early", "later", False, False, False), ("early", "gang", True, True, False),
+        ("early", "be-d", False, True, True)]
+    assert metrics.took_room_by_kind(pairs) == {
+        "gang": {"runs": 1, "passed": 2}, "earlier": {"runs": 1, "passed": 1}, "later": {"runs": 1, "passed": 2},
+        "best_effort_reserved": {"runs": 1, "passed": 2}, "best_effort": {"runs": 1, "passed": 1}}
+    # A 1-GPU waiting job is outside the 2-8 range asked for.
+    assert metrics.who_took_room(topo, segments, [attempt("small", 30, 40, 200)], jobs, [], 300) == []

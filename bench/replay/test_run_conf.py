@@ -69,6 +69,23 @@ def test_mlsched_set_lines_come_last_so_they_win():
     assert settings(lines)["preemptfornonpreemptible"] == ["yes"]
 
 
+def test_a_rewritten_report_names_what_the_run_gave_mlsched_not_the_rewrites_arguments():
+    report = run.report
+    a = args("ml")
+    a.mlsched_set = ["PriorityWeightNonPreemptible=0"]
+    conf = "".join(run.mlsched_conf_lines(a, "60"))
+    # --report-only with none of the run's arguments: the kept mlsched.conf says what ran.
+    text = report.mlsched_profile_text(args("default"), conf)
+    assert text.startswith("ML cluster profile: ") and "`AttainedService=all`" in text
+    assert text.endswith("(`--mlsched-set`): `PriorityWeightNonPreemptible=0`")
+    plain = "".join(run.mlsched_conf_lines(args("default"), "60"))
+    text = report.mlsched_profile_text(args("ml"), plain)
+    assert text.startswith("default: ") and "--mlsched-set" not in text
+    # No kept mlsched.conf (a run recorded before it was kept): the arguments.
+    assert report.mlsched_profile_text(a, None).startswith("ML cluster profile: ")
+    assert report.mlsched_profile_text(args("default"), None).startswith("default: ")
+
+
 def test_compute_splits_1gpu_waits_by_type_and_preemptibility():
     import topology
     topo = topology.Topology()
