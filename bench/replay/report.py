@@ -52,6 +52,23 @@ def run_conf_text(out_dir):
     return None
 
 
+def conf_settings(conf_text):
+    """What an mlsched.conf sets, as a set of lines (comments and blanks dropped): a
+    one-word Key=Value line by its last occurrence (a later line wins, as in mlsched's
+    parser: --mlsched-set after the profile), lines of several words as they are
+    (JobType=..., NvlinkDomain=..., each a record of its own)."""
+    single, records = {}, set()
+    for line in conf_text.splitlines():
+        text = line.split("#", 1)[0].strip()
+        if not text or "=" not in text:
+            continue
+        if len(text.split()) == 1:
+            single[text.split("=", 1)[0].lower()] = text
+        else:
+            records.add(" ".join(text.split()))
+    return frozenset(records | set(single.values()))
+
+
 def mlsched_profile_text(args, conf_text=None):
     """What mlsched ran with: from the run's own mlsched.conf when it is kept (so a
     report rewritten later, with other arguments, still says what ran), else from the

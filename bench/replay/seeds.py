@@ -4,10 +4,12 @@ much it was missed. Input: the results.json of each run (one per seed and run sp
 Unit-tested by bench/replay/test_seeds.py; `bench/replay/seeds` and `run --seeds`
 print it."""
 
+import hashlib
 import json
 import os
 
 import metrics
+import report
 
 # The targets, in one place (issue 11, "Done when"). Mean JCT ratio by penalty.
 MEAN_JCT_RATIO = {"on": 0.70, "off": 0.85}
@@ -121,6 +123,66 @@ def load(out_dir, topo=None):
     return [load_run(os.path.join(data, name), topo)
             for name in (sorted(os.listdir(data)) if os.path.isdir(data) else [])
             if os.path.exists(os.path.join(data, name, "results.json"))]
+
+
+def load_pooled(out_dir, build=None):
+    """For bench/replay/pool: each run under out_dir as (out_dir's name, results,
+    its mlsched settings (report.conf_settings of the mlsched.conf it kept), a digest
+    of its job list, which plugins it loaded). The plugins: `build` when given (for
+    runs recorded before results.json carried mlsched_plugins), else the run's
+    mlsched_plugins, else None. Runs that kept no mlsched.conf are left out: what
+    mlsched ran with is not known for them."""
+    out = []
+    data = os.path.join(out_dir, "replay-data")
+    for name in sorted(os.listdir(data)) if os.path.isdir(data) else []:
+        run = os.path.join(data, name)
+        if not all(os.path.exists(os.path.join(run, f)) for f in ("results.json", "mlsched.conf", "jobs.json")):
+            continue
+        with open(os.path.join(run, "jobs.json")) as f:
+            digest = hashlib.sha256(json.dumps(json.load(f)["jobs"], sort_keys=True).encode()).hexdigest()
+        with open(os.path.join(run, "mlsched.conf")) as f:
+            conf = report.conf_settings(f.read())
+        r = load_run(run)
+        out.append((os.path.basename(os.path.normpath(out_dir)), r, conf, digest, build or r.get("mlsched_plugins")))
+    return out
+
+
+def pooled_table(entries):
+    """Markdown lines for `bench/replay/pool`: runs of one job list (same seed, load,
+    penalty and jobs) pooled. Stock's mean JCT over all its runs of that list, and
+    mlsched's per configuration (its plugins and its mlsched.conf settings), each as
+    mean (min-max) and over stock's pooled mean. One run's ratio carries stock's
+    run-to-run spread (its best-effort jobs' requeues); pooling stock's runs and
+    comparing mlsched's absolute means ranks configurations by what mlsched did. Every
+    stock run is taken to have had the same settings: the caller vouches for that.
+    entries: (label, results, settings, job-list digest, plugins or None)."""
+    groups = {}
+    for label, r, conf, digest, plugins in entries:
+        key = (r["meta"]["seed"], str(r["load"]), r["penalty"], digest)
+        groups.setdefault(key, []).append((label, r, (plugins, conf)))
+    lines = []
+    mean = lambda xs: sum(xs) / len(xs)
+    spread = lambda xs: "%.1f (%.1f-%.1f)" % (mean(xs), min(xs), max(xs)) if len(xs) > 1 else "%.1f" % xs[0]
+    for (seed, load, penalty, digest), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
+        stock = [r["stock"]["jct"]["mean"] for _, r, _ in rs]
+        base = mean(stock)
+        configs = {}    # (plugins, settings) -> [(label, mlsched mean)], in order of first appearance
+        for label, r, config in rs:
+            configs.setdefault(config, []).append((label, r["mlsched"]["jct"]["mean"]))
+        # The configuration with the most runs is the one the others are told apart from.
+        ref = max(configs.items(), key=lambda kv: len(kv[1]))[0][1]
+        lines += ["### Seed %s, load %s, penalty %s (job list %s)" % (seed, load, penalty, digest[:12]), "",
+                  "| cluster | plugins | runs | mean JCT (s): mean (min-max) | over stock's pooled mean |",
+                  "|---|---|---|---|---|",
+                  "| stock | - | %s (%d) | %s | 1.00 |" % (", ".join(l for l, _, _ in rs), len(stock), spread(stock))]
+        for (plugins, conf), members in configs.items():
+            diff = sorted("+ `%s`" % l for l in conf - ref) + sorted("- `%s`" % l for l in ref - conf)
+            vals = [v for _, v in members]
+            lines.append("| mlsched%s | %s | %s (%d) | %s | %.2f |" % (
+                ": " + ", ".join(diff) if diff else "", plugins or "not recorded",
+                ", ".join(l for l, _ in members), len(vals), spread(vals), mean(vals) / base))
+        lines.append("")
+    return lines
 
 
 def ideal_table(runs):

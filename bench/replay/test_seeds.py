@@ -126,3 +126,26 @@ def test_the_gang_target_is_shown_beside_the_idealised_schedules_ratio():
     text = "\n".join(seeds.table([run(1, side(100.0, STOCK), m1), run(2, side(100.0, STOCK), m2)]))
     assert "| idealised FIFO: 16+ GPU p95 wait / 1-GPU p95 wait | 12.00 | 1.50 | 6.75 (1.50-12.00) | below 2 in 1 of 2 |" in text
     assert "| idealised SJF, oracle: 16+ GPU p95 wait / 1-GPU p95 wait | 20.50 | - | 20.50 (20.50-20.50) | below 2 in 0 of 2 |" in text
+
+
+def test_pooled_runs_compare_mlsched_configurations_with_stocks_mean_over_all_runs():
+    import report
+    base = report.conf_settings("PriorityWeightQuota=10000\nJobType=training  Preemptible=yes\n# a comment\n")
+    term = report.conf_settings("PriorityWeightQuota=10000\nJobType=training Preemptible=yes\n"
+                                "# bench/replay: --mlsched-set\nPriorityWeightQuota=5000\n")
+    # A later one-word line wins; a record line is kept whole, its spacing normalised.
+    assert term == {"PriorityWeightQuota=5000", "JobType=training Preemptible=yes"}
+    r = lambda seed, stock, mlsched, penalty="on": run(seed, side(stock, STOCK), side(mlsched, STOCK), penalty)
+    entries = [("a", r(1, 120.0, 110.0), base, "d1", "p1"), ("b", r(1, 140.0, 112.0), base, "d1", "p1"),
+               ("c", r(1, 100.0, 100.0), term, "d1", "p1"),
+               ("d", r(1, 140.0, 90.0), base, "d1", "p2"),        # another build of the plugins
+               ("e", r(1, 90.0, 80.0), base, "d2", "p1"),         # another job list: its own table
+               ("f", r(1, 120.0, 100.0, "off"), base, "d1", None)]
+    text = "\n".join(seeds.pooled_table(entries))
+    # Stock pooled over a, b, c, d: 125.0; mlsched's base configuration over a, b: 111.0.
+    assert "| stock | - | a, b, c, d (4) | 125.0 (100.0-140.0) | 1.00 |" in text
+    assert "| mlsched | p1 | a, b (2) | 111.0 (110.0-112.0) | 0.89 |" in text
+    assert "| mlsched: + `PriorityWeightQuota=5000`, - `PriorityWeightQuota=10000` | p1 | c (1) | 100.0 | 0.80 |" in text
+    assert "| mlsched | p2 | d (1) | 90.0 | 0.72 |" in text
+    assert text.count("### Seed 1, load 1.5, penalty on") == 2
+    assert "| mlsched | not recorded | f (1) | 100.0 | 0.83 |" in text
