@@ -103,3 +103,16 @@ def test_compute_splits_1gpu_waits_by_type_and_preemptibility():
     assert sorted(kinds) == ["any, not preemptible", "h100, not preemptible", "h100, preemptible"]
     assert kinds["h100, not preemptible"]["mean"] == 30.0 and kinds["h100, preemptible"]["mean"] == 2.0
     assert kinds["any, not preemptible"]["n"] == 1   # the 8-GPU job is in no 1-GPU kind
+
+
+def test_the_plugins_a_run_loaded_are_named_by_a_digest_of_the_staged_files(tmp_path):
+    lib = tmp_path / "usr" / "local" / "lib" / "mlsched"
+    lib.mkdir(parents=True)
+    (lib / "select_mlsched.so").write_bytes(b"one build")
+    (lib / "priority_mlsched.so").write_bytes(b"same")
+    first = run.plugins_digest(str(tmp_path))
+    assert len(first) == 12
+    (lib / "select_mlsched.la").write_text("libtool's note: not a plugin")
+    assert run.plugins_digest(str(tmp_path)) == first
+    (lib / "select_mlsched.so").write_bytes(b"another build")
+    assert run.plugins_digest(str(tmp_path)) != first
