@@ -151,9 +151,10 @@ def pooled_table(entries):
     """Markdown lines for `bench/replay/pool`: runs of one job list (same seed, load,
     penalty and jobs) pooled. Stock's mean JCT over all its runs of that list, and
     mlsched's per configuration (its plugins and its mlsched.conf settings), each as
-    mean (min-max) and over stock's pooled mean. One run's ratio carries stock's
-    run-to-run spread (its best-effort jobs' requeues); pooling stock's runs and
-    comparing mlsched's absolute means ranks configurations by what mlsched did. Every
+    mean (min-max) and over stock's pooled mean, and each run's ratio to the stock run
+    beside it. One run's ratio carries stock's run-to-run spread; where both clusters'
+    means moved together (the same machine, the same minutes), the ratio to the run
+    beside it is the steadier figure, else the pooled one: both are shown. Every
     stock run is taken to have had the same settings: the caller vouches for that.
     entries: (label, results, settings, job-list digest, plugins or None)."""
     groups = {}
@@ -166,21 +167,24 @@ def pooled_table(entries):
     for (seed, load, penalty, digest), rs in sorted(groups.items(), key=lambda kv: tuple(map(str, kv[0]))):
         stock = [r["stock"]["jct"]["mean"] for _, r, _ in rs]
         base = mean(stock)
-        configs = {}    # (plugins, settings) -> [(label, mlsched mean)], in order of first appearance
+        configs = {}    # (plugins, settings) -> [(label, mlsched mean, its own stock's mean)], in order seen
         for label, r, config in rs:
-            configs.setdefault(config, []).append((label, r["mlsched"]["jct"]["mean"]))
+            configs.setdefault(config, []).append((label, r["mlsched"]["jct"]["mean"], r["stock"]["jct"]["mean"]))
         # The configuration with the most runs is the one the others are told apart from.
         ref = max(configs.items(), key=lambda kv: len(kv[1]))[0][1]
         lines += ["### Seed %s, load %s, penalty %s (job list %s)" % (seed, load, penalty, digest[:12]), "",
-                  "| cluster | plugins | runs | mean JCT (s): mean (min-max) | over stock's pooled mean |",
-                  "|---|---|---|---|---|",
-                  "| stock | - | %s (%d) | %s | 1.00 |" % (", ".join(l for l, _, _ in rs), len(stock), spread(stock))]
+                  "| cluster | plugins | runs | mean JCT (s): mean (min-max) | over stock's pooled mean | "
+                  "each run over its own stock run: mean (min-max) |", "|---|---|---|---|---|---|",
+                  "| stock | - | %s (%d) | %s | 1.00 | - |" % (", ".join(l for l, _, _ in rs), len(stock), spread(stock))]
         for (plugins, conf), members in configs.items():
             diff = sorted("+ `%s`" % l for l in conf - ref) + sorted("- `%s`" % l for l in ref - conf)
-            vals = [v for _, v in members]
-            lines.append("| mlsched%s | %s | %s (%d) | %s | %.2f |" % (
+            vals = [v for _, v, _ in members]
+            ratios = [v / own for _, v, own in members]
+            lines.append("| mlsched%s | %s | %s (%d) | %s | %.2f | %s |" % (
                 ": " + ", ".join(diff) if diff else "", plugins or "not recorded",
-                ", ".join(l for l, _ in members), len(vals), spread(vals), mean(vals) / base))
+                ", ".join(l for l, _, _ in members), len(vals), spread(vals), mean(vals) / base,
+                "%.2f (%.2f-%.2f)" % (mean(ratios), min(ratios), max(ratios)) if len(ratios) > 1
+                else "%.2f" % ratios[0]))
         lines.append("")
     return lines
 

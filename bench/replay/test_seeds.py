@@ -143,9 +143,11 @@ def test_pooled_runs_compare_mlsched_configurations_with_stocks_mean_over_all_ru
                ("f", r(1, 120.0, 100.0, "off"), base, "d1", None)]
     text = "\n".join(seeds.pooled_table(entries))
     # Stock pooled over a, b, c, d: 125.0; mlsched's base configuration over a, b: 111.0.
-    assert "| stock | - | a, b, c, d (4) | 125.0 (100.0-140.0) | 1.00 |" in text
-    assert "| mlsched | p1 | a, b (2) | 111.0 (110.0-112.0) | 0.89 |" in text
-    assert "| mlsched: + `PriorityWeightQuota=5000`, - `PriorityWeightQuota=10000` | p1 | c (1) | 100.0 | 0.80 |" in text
-    assert "| mlsched | p2 | d (1) | 90.0 | 0.72 |" in text
+    assert "| stock | - | a, b, c, d (4) | 125.0 (100.0-140.0) | 1.00 | - |" in text
+    # Each run over its own stock run: 110/120 and 112/140.
+    assert "| mlsched | p1 | a, b (2) | 111.0 (110.0-112.0) | 0.89 | 0.86 (0.80-0.92) |" in text
+    assert "| mlsched: + `PriorityWeightQuota=5000`, - `PriorityWeightQuota=10000` | p1 | c (1) | 100.0 | 0.80 | " \
+           "1.00 |" in text
+    assert "| mlsched | p2 | d (1) | 90.0 | 0.72 | 0.64 |" in text
     assert text.count("### Seed 1, load 1.5, penalty on") == 2
-    assert "| mlsched | not recorded | f (1) | 100.0 | 0.83 |" in text
+    assert "| mlsched | not recorded | f (1) | 100.0 | 0.83 | 0.83 |" in text
