@@ -686,6 +686,38 @@ def reservations_until_start(reservations, attempts):
     return out
 
 
+GANG_WAITED = ("own", "other", "none")
+
+
+def gangs_waited_for_reservations(reservations, attempts, t_end, reserve_after=0.0, gpus=16):
+    """How large gangs (gpus or more) spent their waits with respect to the
+    reservations (as reservations_until_start; end None: to t_end): "own" their own
+    reservation was in force (their unit draining); "other" they had waited
+    reserve_after (ReserveForGangWait) and could have reserved, but another gang's
+    reservation was in force and theirs was not (select/mlsched holds one at a time:
+    they queued behind it); "none" neither (no reservation in force, or not yet
+    waited reserve_after; all of it under a scheduler without reservations).
+    Returns ({kind: gang wait-seconds}, {Slurm job id: the same for that gang}), exact
+    to the recorded times."""
+    total = {k: 0.0 for k in GANG_WAITED}
+    per_gang = {}
+    spans = [(r["job"], r["since"], r["end"] if r["end"] is not None else t_end) for r in reservations]
+    for since, until, a in waits(attempts, t_end):
+        if a["gpus"] < gpus:
+            continue
+        job = a["jobid"].split("_")[0]
+        eligible = since + reserve_after
+        cuts = sorted({since, until} | {t for _, s, e in spans for t in (s, e) if since < t < until}
+                      | ({eligible} if since < eligible < until else set()))
+        mine = per_gang.setdefault(job, {k: 0.0 for k in GANG_WAITED})
+        for lo, hi in zip(cuts, cuts[1:]):
+            holders = {j for j, s, e in spans if s <= lo and hi <= e}
+            kind = "own" if job in holders else ("other" if holders and lo >= eligible else "none")
+            mine[kind] += hi - lo
+            total[kind] += hi - lo
+    return total, per_gang
+
+
 def reserved_unit_use(topo, reservations, segments, best_effort_of, t_end):
     """What the reserved units held while their gangs waited: GPU-seconds of jobs that
     can give GPUs back (preemptible: lent) and of jobs that cannot (there before the

@@ -58,7 +58,7 @@ def with_ideal(run, r, topo):
 def with_explained(run, r, topo):
     """A run's results with the figures that say where its mean JCT comes from
     (mean_jct_parts, small_waited_behind, mid_waited_behind and mid_took_room, and mlsched's
-    reserved_units where the run
+    reserved_units and gang_waited where the run
     kept mlsched-reservations.json), computed again from its job list and records:
     the same functions the replay uses at the end of a run, so a rewritten report
     uses their current definition, and runs recorded before them get them too."""
@@ -92,9 +92,31 @@ def with_explained(run, r, topo):
         x["mid_took_room"] = metrics.took_room_by_kind(metrics.who_took_room(
             topo, records["segments"], records["attempts"], jobs, reservations, t_end))
         if side == "mlsched" and kept:
+            # How the gangs' waits split between their own reservation, another gang's
+            # (one at a time), and none.
+            total, per_gang = metrics.gangs_waited_for_reservations(reservations, records["attempts"], t_end,
+                                                                    reserve_for_gang_wait(run))
+            x["gang_waited"] = dict(total, most_behind_other=max([g["other"] for g in per_gang.values()] or [0.0]))
             x["reserved_units"] = metrics.reserved_unit_use(topo, reservations, records["segments"], best_effort,
                                                             t_end)
     return r
+
+
+def reserve_for_gang_wait(run):
+    """ReserveForGangWait in seconds, as the run's mlsched.conf set it (the last line
+    wins; 600, mlsched's default, where it has none)."""
+    seconds = 600.0
+    try:
+        with open(os.path.join(run, "mlsched.conf")) as f:
+            lines = report.conf_settings(f.read())
+    except OSError:
+        return seconds
+    for line in lines:
+        key, _, value = line.partition("=")
+        if key.lower() == "reserveforgangwait":
+            unit = {"s": 1, "m": 60, "h": 3600}.get(value[-1:].lower(), 1)
+            seconds = float(value.rstrip("smhSMH")) * unit
+    return seconds
 
 
 def seed_dir(out_dir, seed, seed_list):

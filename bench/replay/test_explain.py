@@ -62,3 +62,5 @@ def test_parts_of_the_mean_and_what_a_waiting_job_waited_behind(tmp_path):
     assert "none idle; a preemptible job held one (off reserved units) | 0 (0 %) | 50 (100 %) |" in text
     # No 2-8 GPU job waited; nothing started on a node with room for one.
     assert "| a gang of 16+ GPUs | 0 (0) | 0 (0) |" in text
+    # r2 (56 GPUs) started at once: no gang waited for a reservation.
+    assert "Gangs of 16+ GPUs waited 0 s with their own reservation in force" in text

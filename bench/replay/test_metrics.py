@@ -540,3 +540,29 @@ def test_who_took_room_a_waiting_4_gpu_job_could_have_used():
         "best_effort_reserved": {"runs": 1, "passed": 2}, "best_effort": {"runs": 1, "passed": 1}}
     # A 1-GPU waiting job is outside the 2-8 range asked for.
     assert metrics.who_took_room(topo, segments, [attempt("small", 30, 40, 200)], jobs, [], 300) == []
+
+
+def test_gangs_wait_for_their_own_reservation_or_queue_behind_anothers():
+    # Gang 40 reserves at 30 and starts at 70; gang 41 (waiting since 10) can reserve only
+    # after 40 starts: from 72 to 100, when it starts. A 1-GPU job's wait is not counted.
+    res = [{"job": "40", "gpus": 16, "nodes": ["gpu01", "gpu02"], "since": 30.0, "end": 70.0},
+           {"job": "41", "gpus": 16, "nodes": ["gpu03", "gpu04"], "since": 72.0, "end": 100.0}]
+    runs = [attempt("g40", 0, 70, 200, gpus=16, jobid="40"), attempt("g41", 10, 100, 200, gpus=32, jobid="41"),
+            attempt("small", 0, 50, 60)]
+    total, per_gang = metrics.gangs_waited_for_reservations(res, runs, 300)
+    assert per_gang == {"40": {"own": 40.0, "other": 0.0, "none": 30.0},
+                        "41": {"own": 28.0, "other": 40.0, "none": 22.0}}
+    assert total == {"own": 68.0, "other": 40.0, "none": 52.0}
+    # Gangs reserve only after waiting 20 s: gang 41's first 20 s (10-30) are "none"
+    # whoever holds the reservation; here 40's started at 30, so nothing changes.
+    assert metrics.gangs_waited_for_reservations(res, runs, 300, reserve_after=20.0)[0] == total
+    # After 50 s: 41 could have reserved from 60, so 60-70 behind 40's, 30-60 not yet.
+    _, per_gang = metrics.gangs_waited_for_reservations(res, runs, 300, reserve_after=50.0)
+    assert per_gang["41"] == {"own": 28.0, "other": 10.0, "none": 52.0}
+    # No reservations (stock): all of it "none".
+    total, _ = metrics.gangs_waited_for_reservations([], runs, 300)
+    assert total == {"own": 0.0, "other": 0.0, "none": 160.0}
+    # A reservation still held at the end of the run counts to t_end.
+    total, _ = metrics.gangs_waited_for_reservations([dict(res[0], end=None)],
+                                                     [attempt("g40", 0, None, None, gpus=16, jobid="40")], 100)
+    assert total == {"own": 70.0, "other": 0.0, "none": 30.0}

@@ -151,3 +151,13 @@ def test_pooled_runs_compare_mlsched_configurations_with_stocks_mean_over_all_ru
     assert "| mlsched | p2 | d (1) | 90.0 | 0.72 | 0.64 |" in text
     assert text.count("### Seed 1, load 1.5, penalty on") == 2
     assert "| mlsched | not recorded | f (1) | 100.0 | 0.83 | 0.83 |" in text
+
+
+def test_reserve_for_gang_wait_is_read_from_the_runs_own_mlsched_conf(tmp_path):
+    assert seeds.reserve_for_gang_wait(str(tmp_path)) == 600.0          # no mlsched.conf: mlsched's default
+    (tmp_path / "mlsched.conf").write_text("ReserveForGangGpus=16\nReserveForGangWait=120\n")
+    assert seeds.reserve_for_gang_wait(str(tmp_path)) == 120.0
+    (tmp_path / "mlsched.conf").write_text("ReserveForGangWait=120\n# bench/replay: --mlsched-set\nReserveForGangWait=0\n")
+    assert seeds.reserve_for_gang_wait(str(tmp_path)) == 0.0             # the later line wins
+    (tmp_path / "mlsched.conf").write_text("ReserveForGangWait=10m\n")
+    assert seeds.reserve_for_gang_wait(str(tmp_path)) == 600.0
