@@ -512,11 +512,12 @@ def who_took_room(topo, segments, attempts, jobs, reservations, t_end, gpus=(2, 
     on one node, could have used while they waited: every run that started inside such a
     job's wait on a node of a GPU type it accepts, where just before that start (without
     the run itself) the node had as many GPUs free as the waiting job needs. Returns one
-    dict per (waiting job, run): "waiting", "run" (job names), "start" (the run's), "gpus"
-    (its GPUs on the first such node), "size" (the run's size class), "best_effort", "earlier" (the run's job was
-    submitted before the waiting one), "same_team", "scheduler" (as runs_held), and
-    "reserved" (the node was on a large gang's reserved unit then). `jobs` maps a job's
-    name to its job-list entry; `reservations` as what_jobs_waited_behind."""
+    dict per (waiting job, run): "waiting", "run" (job names), "start" (the run's),
+    "gpus" (its GPUs on the first such node), "size" (the run's size class),
+    "best_effort", "earlier" (the run's job was submitted before the waiting one),
+    "same_team", "scheduler" (as runs_held), and "reserved" (the node was on a large
+    gang's reserved unit then). `jobs` maps a job's name to its job-list entry;
+    `reservations` as what_jobs_waited_behind."""
     held = runs_held(segments, attempts)
     submitted = {}
     for a in attempts:

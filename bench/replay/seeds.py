@@ -104,7 +104,8 @@ def with_explained(run, r, topo):
 
 def reserve_for_gang_wait(run):
     """ReserveForGangWait in seconds, as the run's mlsched.conf set it (the last line
-    wins; 600, mlsched's default, where it has none)."""
+    wins; 600, mlsched's default, where it has none). The replay writes plain seconds;
+    the suffixes are mlsched.conf(5)'s (300s, 5m, 2h)."""
     seconds = 600.0
     try:
         with open(os.path.join(run, "mlsched.conf")) as f:
