@@ -296,6 +296,16 @@ def jobs_from_attempts(attempts):
     return jobs
 
 
+def mean_jct_with_cut(logical, t_end):
+    """The mean JCT over every submitted job, a job cut at the drain cap (no end)
+    counted from its submission to the cap, t_end: a lower bound on what its JCT would
+    have been. The mean over finished jobs alone flatters the cluster that leaves more
+    (or longer) jobs unfinished. Returns {"mean", "cut"}; mean None with no jobs."""
+    jcts = [j["jct"] if j["jct"] is not None else max(0.0, t_end - j["submit"]) for j in logical.values()]
+    return {"mean": sum(jcts) / len(jcts) if jcts else None,
+            "cut": sum(1 for j in logical.values() if j["jct"] is None)}
+
+
 def step_series(intervals, t_from, t_to, dt):
     """[(t, sum of weight over intervals [s, e) holding t)] sampled every dt."""
     points = []

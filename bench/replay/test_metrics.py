@@ -566,3 +566,11 @@ def test_gangs_wait_for_their_own_reservation_or_queue_behind_anothers():
     total, _ = metrics.gangs_waited_for_reservations([dict(res[0], end=None)],
                                                      [attempt("g40", 0, None, None, gpus=16, jobid="40")], 100)
     assert total == {"own": 70.0, "other": 0.0, "none": 30.0}
+
+
+def test_a_job_cut_at_the_drain_cap_counts_up_to_the_cap():
+    logical = metrics.jobs_from_attempts([attempt("a", 0, 10, 30), attempt("b", 20, 40, None, state="CANCELLED"),
+                                          attempt("c", 50, None, None, state="CANCELLED")])
+    # a: 30; b cut: 100 - 20 = 80; c never started: 100 - 50 = 50.
+    assert metrics.mean_jct_with_cut(logical, 100) == {"mean": 160 / 3, "cut": 2}
+    assert metrics.mean_jct_with_cut({}, 100) == {"mean": None, "cut": 0}

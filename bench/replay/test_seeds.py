@@ -161,3 +161,14 @@ def test_reserve_for_gang_wait_is_read_from_the_runs_own_mlsched_conf(tmp_path):
     assert seeds.reserve_for_gang_wait(str(tmp_path)) == 0.0             # the later line wins
     (tmp_path / "mlsched.conf").write_text("ReserveForGangWait=10m\n")
     assert seeds.reserve_for_gang_wait(str(tmp_path)) == 600.0
+
+
+def test_the_mean_with_jobs_cut_at_the_cap_is_shown_beside_the_finished_jobs_mean():
+    s, m = side(100.0, STOCK), side(80.0, STOCK)
+    s["jct_with_cut"], m["jct_with_cut"] = {"mean": 100.0, "cut": 0}, {"mean": 90.0, "cut": 4}
+    text = "\n".join(seeds.table([run(1, s, m)]))
+    assert "| mean JCT, mlsched / stock | 0.80 |" in text
+    assert "| the same, jobs cut at the drain cap counted up to it (cut: stock / mlsched) | 0.90 (0 / 4) | " \
+           "0.90 (0.90-0.90) | <= 0.70: **missed** in 1 of 1, by up to 0.20 |" in text
+    # Runs recorded without the records (no figure): no row.
+    assert "cut at the drain cap" not in "\n".join(seeds.table([run(1, side(100.0, STOCK), side(80.0, STOCK))]))
