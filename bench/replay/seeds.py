@@ -19,19 +19,24 @@ ALLOC_BELOW_STOCK = 0.02        # mean GPUs allocated >= stock's - 2 %
 SIZE_CLASSES = ("1", "2-8", "16+")
 
 
+def run_setting(run, key):
+    """The value of a one-word Key=Value setting in the mlsched.conf a run kept (the
+    last line wins, as in mlsched's parser; report.conf_settings reads it), or None:
+    no such line, or no mlsched.conf."""
+    try:
+        with open(os.path.join(run, "mlsched.conf")) as f:
+            lines = report.conf_settings(f.read())
+    except OSError:
+        return None
+    values = [l.partition("=")[2] for l in lines if l.partition("=")[0].lower() == key.lower() and " " not in l]
+    return values[0] if values else None
+
+
 def run_speed(run):
     """The GPU type speeds a run's trainer used, from the mlsched.conf it wrote
     (`GpuTypeSpeed=a100:1,h100:1.8` when --gpu-speed was on): {type: factor}."""
-    speed = {}
-    try:
-        with open(os.path.join(run, "mlsched.conf")) as f:
-            for line in f:
-                if line.startswith("GpuTypeSpeed="):
-                    speed = {t: float(v) for t, _, v in (kv.partition(":") for kv in
-                                                         line.split("=", 1)[1].strip().split(","))}
-    except OSError:
-        pass
-    return speed
+    value = run_setting(run, "GpuTypeSpeed")
+    return {t: float(v) for t, _, v in (kv.partition(":") for kv in value.split(","))} if value else {}
 
 
 def with_ideal(run, r, topo):
@@ -104,21 +109,13 @@ def with_explained(run, r, topo):
 
 
 def reserve_for_gang_wait(run):
-    """ReserveForGangWait in seconds, as the run's mlsched.conf set it (the last line
-    wins; 600, mlsched's default, where it has none). The replay writes plain seconds;
-    the suffixes are mlsched.conf(5)'s (300s, 5m, 2h)."""
-    seconds = 600.0
-    try:
-        with open(os.path.join(run, "mlsched.conf")) as f:
-            lines = report.conf_settings(f.read())
-    except OSError:
-        return seconds
-    for line in lines:
-        key, _, value = line.partition("=")
-        if key.lower() == "reserveforgangwait":
-            unit = {"s": 1, "m": 60, "h": 3600}.get(value[-1:].lower(), 1)
-            seconds = float(value.rstrip("smhSMH")) * unit
-    return seconds
+    """ReserveForGangWait in seconds, as the run's mlsched.conf set it (600, mlsched's
+    default, where it has none). The replay writes plain seconds; the suffixes are
+    mlsched.conf(5)'s (300s, 5m, 2h)."""
+    value = run_setting(run, "ReserveForGangWait")
+    if not value:
+        return 600.0
+    return float(value.rstrip("smhSMH")) * {"s": 1, "m": 60, "h": 3600}.get(value[-1:].lower(), 1)
 
 
 def seed_dir(out_dir, seed, seed_list):
